@@ -1,0 +1,1 @@
+"""Glue to index/search libraries that have no PyTerrier integration usable offline."""

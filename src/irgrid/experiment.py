@@ -1,0 +1,134 @@
+"""Experiment files (YAML, data only) -> a validated ExperimentSpec. Every error names the file and the key."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from irgrid import datasets as ds_mod
+from irgrid import retrievers as r_mod
+from irgrid.registry import UnknownNameError
+
+TESTS = ("t", "wilcoxon")
+CORRECTIONS = ("bonferroni", "holm", "holm-sidak", "hs", "sidak", "simes-hochberg", "fdr_bh", "fdr_by", "none")
+KEYS = {"name", "description", "datasets", "retrievers", "measures", "baseline", "test", "correction", "models"}
+
+
+class ExperimentError(ValueError):
+    pass
+
+
+@dataclass
+class ExperimentSpec:
+    name: str
+    datasets: list[ds_mod.Dataset]
+    retrievers: list[r_mod.Retriever]
+    measures: list[Any]  # ir_measures objects
+    baseline: str | None = None
+    test: str = "t"
+    correction: str | None = None
+    models: dict[str, str] = field(default_factory=dict)
+    description: str = ""
+    source: str = "<dict>"
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "datasets": [d.config() for d in self.datasets],
+            "retrievers": {r.name: r.config() for r in self.retrievers},
+            "measures": [str(m) for m in self.measures],
+            "baseline": self.baseline,
+            "test": self.test,
+            "correction": self.correction,
+        }
+
+
+def parse_measure(text: str, where: str):
+    import ir_measures
+
+    try:
+        return ir_measures.parse_measure(text)
+    except Exception as e:  # ir_measures raises ValueError / NameError variants
+        raise ExperimentError(
+            f"{where}: {text!r} is not a measure ir_measures understands ({e}); examples: nDCG@10, R@1000, RR@10, AP"
+        ) from None
+
+
+def load(path: str | Path) -> ExperimentSpec:
+    import yaml
+
+    path = Path(path)
+    if not path.exists():
+        raise ExperimentError(f"experiment file {path} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise ExperimentError(f"{path}{at}: not valid YAML: {getattr(e, 'problem', e)}") from None
+    return from_dict(data, source=str(path))
+
+
+def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
+    if not isinstance(data, dict):
+        raise ExperimentError(f"{source}: expected a mapping with keys {sorted(KEYS)}, got {type(data).__name__}")
+    unknown = sorted(set(data) - KEYS)
+    if unknown:
+        raise ExperimentError(f"{source}: unknown key(s) {unknown}; allowed keys are {sorted(KEYS)}")
+    for key in ("datasets", "retrievers", "measures"):
+        if not data.get(key) or not isinstance(data[key], list):
+            raise ExperimentError(f"{source}: '{key}' must be a non-empty list")
+
+    def lookup(getter, name, where):
+        try:
+            return getter(name)
+        except UnknownNameError as e:
+            raise ExperimentError(f"{source}: {where}: {e}") from None
+
+    datasets = [lookup(ds_mod.get, str(d), f"datasets[{i}]") for i, d in enumerate(data["datasets"])]
+    retrievers: list[r_mod.Retriever] = []
+    for i, item in enumerate(data["retrievers"]):
+        where = f"retrievers[{i}]"
+        if isinstance(item, str):
+            retrievers.append(lookup(r_mod.get, item, where))
+            continue
+        if not isinstance(item, dict) or "name" not in item:
+            raise ExperimentError(f"{source}: {where}: expected a name or {{name, as, options}}, got {item!r}")
+        extra = sorted(set(item) - {"name", "as", "options"})
+        if extra:
+            raise ExperimentError(f"{source}: {where}: unknown key(s) {extra}; allowed: name, as, options")
+        base = lookup(r_mod.get, item["name"], where)
+        try:
+            retrievers.append(base.with_options(name=item.get("as"), **(item.get("options") or {})))
+        except ValueError as e:
+            raise ExperimentError(f"{source}: {where}: {e}") from None
+    names = [r.name for r in retrievers]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ExperimentError(f"{source}: retriever name(s) {dupes} appear twice; give variants a distinct 'as:' name")
+    measures = [parse_measure(str(m), f"{source}: measures[{i}]") for i, m in enumerate(data["measures"])]
+    baseline = data.get("baseline", names[0])
+    if baseline is not None and baseline not in names:
+        raise ExperimentError(f"{source}: baseline {baseline!r} is not one of the retrievers {names}")
+    test = data.get("test", "t")
+    if test not in TESTS:
+        raise ExperimentError(f"{source}: test {test!r} is not one of {TESTS}")
+    correction = data.get("correction")
+    if correction is not None and correction not in CORRECTIONS:
+        raise ExperimentError(f"{source}: correction {correction!r} is not one of {CORRECTIONS}")
+    models = data.get("models") or {}
+    if not isinstance(models, dict):
+        raise ExperimentError(f"{source}: 'models' must map model ids to local folders")
+    return ExperimentSpec(
+        name=str(data.get("name") or Path(source).stem),
+        datasets=datasets,
+        retrievers=retrievers,
+        measures=measures,
+        baseline=baseline,
+        test=test,
+        correction=None if correction == "none" else correction,
+        models={str(k): str(v) for k, v in models.items()},
+        description=str(data.get("description", "")),
+        source=source,
+    )

