@@ -21,7 +21,7 @@ def build_pisa(ctx: BuildContext) -> None:
     from pyterrier_pisa import PisaIndex
 
     index = PisaIndex(str(ctx.path / "pisa"), stemmer=ctx.params["stemmer"], stops=ctx.params["stops"], threads=1)
-    index.index(ctx.docs())
+    index.indexer(text_field="text").index(ctx.docs())
 
 
 def open_pisa(path, params, models):

@@ -63,6 +63,7 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it private; indexes are shared by a team or a cluster
     try:
         yield tmp
         if path.exists():  # a concurrent builder finished first: keep theirs

@@ -6,6 +6,7 @@ too), so every split of one collection shares one index.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import sys
@@ -94,15 +95,23 @@ class Dataset:
 
         ds = ir_datasets.load(self.corpus)
         if not ds.has_docs():
-            raise DatasetError(
-                f"dataset {self.corpus!r} has no documents in this environment (queries/qrels only); "
-                f"stage its collection under IR_DATASETS_HOME ({settings.irds_home()})"
-            )
+            raise DatasetError(f"dataset {self.corpus!r} has no documents (ir_datasets provides queries/qrels only)")
         names = ds.docs_cls()._fields
         fields = [f for f in self.fields if f in names]
         if not fields:
             raise DatasetError(f"dataset {self.corpus!r}: none of the fields {self.fields} exist (has {names})")
-        for doc in ds.docs_iter():
+        try:
+            it = iter(ds.docs_iter())
+            first = next(it, None)
+        except OSError as e:  # a download attempt on a machine that cannot reach the source
+            raise DatasetError(
+                f"the documents of {self.corpus!r} are not staged and could not be downloaded ({e}). "
+                f"Stage the collection on a connected machine with ir_datasets and copy its folder under "
+                f"IR_DATASETS_HOME ({settings.irds_home()}), or set IRGRID_IRDS_STAGED to a staged home"
+            ) from None
+        if first is None:
+            return
+        for doc in itertools.chain([first], it):
             text = " ".join(t for t in (getattr(doc, f) for f in fields) if t)
             yield {"docno": doc.doc_id, "text": text}
 

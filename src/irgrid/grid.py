@@ -148,6 +148,7 @@ def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store:
 
     spec = spec if isinstance(spec, ExperimentSpec) else load_experiment(spec)
     store = store or Store()
+    preflight(spec, store)
     rows: list[dict[str, Any]] = []
     perquery: list[pd.DataFrame] = []
     cells_by_dataset: dict[str, list[Cell]] = {}
@@ -172,6 +173,14 @@ def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store:
                 target = out / "runs" / dataset.slug / f"{cell.retriever.name}.res.gz"
                 _copy_atomic(store.run_path(cell.retriever, dataset), target)
     return results
+
+
+def preflight(spec: ExperimentSpec, store: Store) -> None:
+    """Fail before computing anything when a model that an uncached cell needs cannot be resolved."""
+    for dataset in spec.datasets:
+        for retriever in spec.retrievers:
+            if not store.has_run(retriever, dataset):
+                resolve_models(retriever.all_models(), spec.models)
 
 
 def _copy_atomic(src: Path, dst: Path) -> None:

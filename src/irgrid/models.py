@@ -89,8 +89,12 @@ def _hf_cache(ref: ModelRef) -> str | None:
         from huggingface_hub import snapshot_download
     except ImportError:
         return None
+    # read the cache location now (huggingface_hub fixes it at import; notebooks may change it later)
+    cache_dir = os.environ.get("HF_HUB_CACHE") or (
+        str(Path(os.environ["HF_HOME"]) / "hub") if os.environ.get("HF_HOME") else None
+    )
     try:
-        return snapshot_download(ref.id, revision=ref.revision, local_files_only=True)
+        return snapshot_download(ref.id, revision=ref.revision, local_files_only=True, cache_dir=cache_dir)
     except Exception:  # not cached (the hub library raises several types for this)
         return None
 

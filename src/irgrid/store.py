@@ -52,11 +52,17 @@ class Store:
     def run_path(self, retriever: Retriever, dataset: Dataset) -> Path:
         return self.root / "runs" / dataset.slug / f"{retriever.name}-{self.run_key(retriever, dataset)}.res.gz"
 
+    def meta_path(self, retriever: Retriever, dataset: Dataset) -> Path:
+        path = self.run_path(retriever, dataset)
+        return path.with_name(path.name[: -len(".res.gz")] + ".json")
+
+    def has_run(self, retriever: Retriever, dataset: Dataset) -> bool:
+        return self.run_path(retriever, dataset).exists() and self.meta_path(retriever, dataset).exists()
+
     def load_run(self, retriever: Retriever, dataset: Dataset):
         import pyterrier as pt
 
-        path = self.run_path(retriever, dataset)
-        meta_path = path.with_name(path.name[: -len(".res.gz")] + ".json")
+        path, meta_path = self.run_path(retriever, dataset), self.meta_path(retriever, dataset)
         if not (path.exists() and meta_path.exists()):  # the meta file is written last: both or nothing
             return None
         res = pt.io.read_results(str(path))
@@ -68,4 +74,4 @@ class Store:
         path = self.run_path(retriever, dataset)
         with atomic_path(path, suffix=".res.gz") as tmp:
             pt.io.write_results(res, str(tmp), format="trec", run_name=retriever.name)
-        write_text_atomic(path.with_name(path.name[: -len(".res.gz")] + ".json"), json.dumps(meta, indent=2))
+        write_text_atomic(self.meta_path(retriever, dataset), json.dumps(meta, indent=2))

