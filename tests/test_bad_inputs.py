@@ -53,7 +53,7 @@ def test_malformed_yaml_names_the_line(tmp_path):
 
 @pytest.mark.parametrize("patch, expected", [
     ({"measures": ["nDCG@ten"]}, "is not a measure ir_measures understands"),
-    ({"baseline": "bm25"}, "baseline 'bm25' is not one of the retrievers"),
+    ({"baseline": "splade-tiny"}, "baseline 'splade-tiny' is not one of the retrievers"),
     ({"correction": "holmes"}, "correction 'holmes' is not one of"),
     ({"retrievers": ["bm25", "bm25"]}, "appear twice"),
     ({"retrievers": [{"name": "bm25", "options": {"k3": 1}}]}, "has no option(s) 'k3'"),

@@ -1,0 +1,82 @@
+"""SPLADE encoding, max-first.
+
+pyterrier-splade computes log(1 + ReLU(logits)) over the whole [batch, tokens, vocabulary] tensor and then
+max-pools. log1p∘ReLU is monotone, so max-pooling the raw logits first (padding masked to -inf) gives the same
+vector while touching the 30,522-wide tensor once instead of four times; batches are also formed from
+length-sorted texts so padding is minimal. Same outputs as `Splade.encode` (to float rounding), ~3x faster on
+CPU for small models, whose cost is the vocabulary head. No library offers this, hence our own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import more_itertools
+import pandas as pd
+import pyterrier as pt
+import torch
+
+
+def encode_max_first(splade, texts: list[str], batch_size: int, scale: float) -> torch.Tensor:
+    """[len(texts), vocab] SPLADE max-pooled weights, multiplied by `scale`."""
+    model, tokenizer = splade.model, splade.tokenizer
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    out = torch.zeros(len(texts), model.config.vocab_size)
+    with torch.inference_mode():
+        for start in range(0, len(texts), batch_size):
+            idx = order[start: start + batch_size]
+            enc = tokenizer([texts[i] for i in idx], add_special_tokens=True, padding="longest", truncation=True,
+                            max_length=splade.max_length, return_tensors="pt").to(splade.device)
+            logits = model(**enc).logits
+            logits.masked_fill_(~enc["attention_mask"].bool().unsqueeze(-1), float("-inf"))
+            pooled = torch.log1p(torch.relu(logits.amax(dim=1))) * scale
+            out[idx] = pooled.float().cpu()
+    return out
+
+
+def to_toks(reps: torch.Tensor, reverse_vocab: dict[int, str], integer: bool) -> list[dict[str, float]]:
+    """Sparse dicts as pyterrier-splade produces them (document impacts truncated to ints)."""
+    result = []
+    for row in reps:
+        cols = torch.nonzero(row).squeeze(1)
+        weights = row[cols]
+        if integer:
+            weights = weights.trunc()
+        keep = weights > 0
+        result.append({reverse_vocab[int(c)]: (int(w) if integer else float(w))
+                       for c, w in zip(cols[keep].tolist(), weights[keep].tolist())})
+    return result
+
+
+class MaxFirstSpladeEncoder(pt.Transformer):
+    """Adds `toks` (documents) or `query_toks` (queries): a drop-in for `Splade.doc_encoder/query_encoder`."""
+
+    def __init__(self, splade, rep: str = "d", batch_size: int = 64, scale: float = 100.0):
+        self.splade, self.rep, self.batch_size, self.scale = splade, rep, batch_size, scale
+        self.in_field, self.out_field = ("text", "toks") if rep == "d" else ("query", "query_toks")
+        self._reverse = {v: k for k, v in splade.tokenizer.get_vocab().items()}
+
+    def __repr__(self) -> str:
+        return f"MaxFirstSpladeEncoder({self.splade.model.name_or_path!r}, rep={self.rep!r}, scale={self.scale})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MaxFirstSpladeEncoder) and other.splade is self.splade and repr(other) == repr(self)
+
+    def __hash__(self) -> int:
+        return hash(repr(self))
+
+    def transform_iter(self, inp: Iterable[dict]) -> Iterator[dict]:
+        # chunks bound memory on large corpora; within a chunk texts are length-sorted into batches
+        for chunk in more_itertools.chunked(inp, 64 * self.batch_size):
+            reps = encode_max_first(self.splade, [r[self.in_field] for r in chunk], self.batch_size, self.scale)
+            toks = to_toks(reps, self._reverse, integer=self.rep == "d")
+            yield from ({**r, self.out_field: t} for r, t in zip(chunk, toks))
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        records = list(self.transform_iter(inp.to_dict("records")))
+        if not records:
+            return inp.assign(**{self.out_field: pd.Series(dtype=object)})
+        return pd.DataFrame(records)
+
+
+__all__ = ["encode_max_first", "to_toks", "MaxFirstSpladeEncoder"]
