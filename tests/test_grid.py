@@ -138,3 +138,49 @@ def test_killed_grid_resumes_to_the_same_results(tmp_path, vaswani_first):
     pd.testing.assert_frame_equal(vaswani.drop(columns=["value"]), vaswani_first[2].drop(columns=["value"]))
     q = ~vaswani.measure.eq("ms/query")
     assert vaswani[q]["value"].tolist() == vaswani_first[2][q]["value"].tolist()
+
+
+def _raising_query(index, ctx):
+    raise RuntimeError("simulated CUDA out of memory")
+
+
+def test_a_failing_cell_is_recorded_and_the_grid_goes_on(vaswani_first, tmp_path):
+    from irgrid.pipelines.sparse import PISA_PORTER2
+
+    from irgrid.retrievers import Retriever
+
+    broken = Retriever(name="broken", family="sparse", architecture="lexical", index=PISA_PORTER2,
+                       query=_raising_query, options={})
+    spec = from_dict(SPARSE)
+    spec.retrievers.append(broken)
+    results = grid.run(spec, out=tmp_path, store=vaswani_first[1])
+    assert set(results.system) == {"bm25-pisa", "bm25"}
+    failures = json.loads((tmp_path / "failures.json").read_text())
+    assert [(f["retriever"], f["dataset"]) for f in failures] == [("broken", "vaswani")]
+    assert "simulated CUDA out of memory" in failures[0]["error"] and "Traceback" in failures[0]["traceback"]
+    with pytest.raises(RuntimeError, match="simulated"):
+        grid.run(spec, store=vaswani_first[1], fail_fast=True)
+
+
+def test_plan_lists_every_cell_with_status_and_estimates(vaswani_first, tmp_path):
+    from irgrid.pipelines.dense_encoder import build_flex_sbert, open_flex, sbert_query
+
+    from irgrid.models import ModelUnavailableError  # noqa: F401  (the reason text comes from it)
+    from irgrid.retrievers import IndexRecipe, ModelRef, Retriever
+    from irgrid.store import Store
+
+    absent = ModelRef("facebook/contriever-msmarco")
+    contriever = Retriever(name="contriever-x", family="dense", architecture="encoder-only", query=sbert_query,
+                           index=IndexRecipe("flex-x", build=build_flex_sbert, open=open_flex, models={"encoder": absent}),
+                           models={"encoder": absent}, options={"num_results": 10})
+    spec = from_dict(SPARSE)
+    spec.retrievers.append(contriever)
+    cached = {(r["retriever"], r["status"], r["index_cached"]) for r in grid.plan(spec, vaswani_first[1])}
+    assert ("bm25-pisa", "cached", True) in cached and ("bm25", "cached", True) in cached
+    assert ("contriever-x", "unresolvable", False) in cached
+    fresh = grid.plan(from_dict(dict(SPARSE, retrievers=[{"name": "bm25-pisa", "options": {"k1": 1.5}}])),
+                      vaswani_first[1])
+    assert fresh[0]["status"] == "to run" and fresh[0]["index_cached"]
+    assert fresh[0]["est_seconds"] is not None and fresh[0]["est_seconds"] < 60  # from the measured ms/query
+    empty = grid.plan(from_dict(SPARSE), Store(tmp_path))
+    assert [r["status"] for r in empty] == ["to run", "to run"] and empty[0]["est_seconds"] is None

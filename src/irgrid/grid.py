@@ -7,9 +7,14 @@ the evaluation, paired tests and multiple-testing correction.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import platform
 import shutil
+import sys
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +23,7 @@ import pandas as pd
 
 from irgrid import models as models_mod
 from irgrid import settings
+from irgrid._util import write_text_atomic
 from irgrid.datasets import Dataset
 from irgrid.datasets import get as get_dataset
 from irgrid.experiment import ExperimentSpec
@@ -44,12 +50,14 @@ def open_index(retriever: Retriever, dataset: Dataset, store: Store, model_map: 
         corpus = dataset.corpus_dataset()
         log.info("indexing %s with %s -> %s", corpus.corpus, recipe.name, path)
 
+        docs_count = corpus.docs_count()
+
         def build(tmp: Path) -> None:
             ctx = BuildContext(path=tmp, params=recipe.params, models=resolved, docs=corpus.docs,
-                               docs_count=corpus.docs_count(), device=settings.device())
+                               docs_count=docs_count, device=settings.device())
             recipe.build(ctx)
 
-        store.build_index(recipe, dataset, build)
+        store.build_index(recipe, dataset, build, docs=docs_count)
     if resolved is None:
         resolved = resolve_models(recipe.models, model_map)
     return recipe.open(path, recipe.params, resolved)
@@ -82,16 +90,54 @@ class Cell:
     cached: bool
 
 
+def hardware() -> dict[str, Any]:
+    """Where a run was measured (latency is meaningless without it). Never imports torch itself."""
+    info: dict[str, Any] = {"machine": platform.machine(), "cpus": os.cpu_count(), "processor": _cpu_model()}
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    pos = (len(ordered) - 1) * q
+    lo, hi = int(pos), min(int(pos) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
 def run_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store: Store,
-             model_map: dict[str, str] | None = None) -> Cell:
+             model_map: dict[str, str] | None = None, latency_sample: int = 50) -> Cell:
+    """Compute (or load) one cell's run. Latency follows the paper: L = (t_enc + t_ret) / N over the whole
+    query set in one batch; p50/p95 come from `latency_sample` queries issued one at a time after warm-up;
+    opening the index and loading models is timed separately."""
     loaded = store.load_run(retriever, dataset)
     if loaded is not None:
         return Cell(retriever, dataset, loaded[0], loaded[1], cached=True)
+    start = time.perf_counter()
     pipeline = build_pipeline(retriever, dataset, store, model_map)
+    load_seconds = time.perf_counter() - start
     pipeline.transform(topics.head(1))  # warm-up (model load, JIT, JVM): not part of the latency
     start = time.perf_counter()
     res = pipeline.transform(topics)
     seconds = time.perf_counter() - start
+    single = []
+    for i in range(min(latency_sample, len(topics))):
+        t0 = time.perf_counter()
+        pipeline.transform(topics.iloc[[i]])
+        single.append(1000 * (time.perf_counter() - t0))
     models = resolve_models(retriever.all_models(), model_map)
     meta = {
         "retriever": retriever.name,
@@ -100,6 +146,11 @@ def run_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store
         "queries": int(len(topics)),
         "seconds": round(seconds, 4),
         "ms_per_query": round(1000 * seconds / max(len(topics), 1), 3),
+        "single_query_ms": {"n": len(single), "p50": round(_percentile(single, 0.5), 3),
+                            "p95": round(_percentile(single, 0.95), 3)},
+        "load_seconds": round(load_seconds, 3),
+        "hardware": hardware(),
+        "device": settings.device(),
         "models": {role: r.manifest() for role, r in models.items()},
         "config": retriever.config(),
         "pipeline": repr(pipeline),
@@ -118,6 +169,7 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
     baseline = names.index(spec.baseline) if spec.baseline in names and len(names) > 1 else None
     agg = pt.Experiment(frames, topics, qrels, spec.measures, names=names, baseline=baseline,
                         test=spec.test, correction=spec.correction, verbose=False)
+    # a baseline excludes perquery output in pt.Experiment, hence a second (evaluation-only) call
     perq = pt.Experiment(frames, topics, qrels, spec.measures, names=names, perquery=True, verbose=False)
     rows = []
     for _, row in agg.iterrows():
@@ -142,8 +194,21 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
     return rows, perq
 
 
-def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store: Store | None = None) -> pd.DataFrame:
-    """Run a grid; returns the long-form results (one row per dataset, system, measure)."""
+@dataclass
+class Failure:
+    dataset: str
+    retriever: str
+    error: str
+    traceback: str
+
+
+def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store: Store | None = None,
+        fail_fast: bool = False) -> pd.DataFrame:
+    """Run a grid; returns the long-form results (one row per dataset, system, measure).
+
+    A cell that fails at run time (out of memory, a crash in a library) is recorded with its error in
+    `failures.json` and the grid goes on, unless `fail_fast`. Bad configuration fails before any work.
+    """
     from irgrid import report
 
     spec = spec if isinstance(spec, ExperimentSpec) else load_experiment(spec)
@@ -152,27 +217,107 @@ def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store:
     rows: list[dict[str, Any]] = []
     perquery: list[pd.DataFrame] = []
     cells_by_dataset: dict[str, list[Cell]] = {}
+    failures: list[Failure] = []
+    plan_rows = {(p["dataset"], p["retriever"]): p for p in plan(spec, store)}
+    remaining = sum(p["est_seconds"] or 0 for p in plan_rows.values() if not p["run_cached"])
+    total_cells, done = len(plan_rows), 0
     for dataset in spec.datasets:
         topics, qrels = dataset.topics(), dataset.qrels()
         cells = []
         for retriever in spec.retrievers:
-            cell = run_cell(retriever, dataset, topics, store, spec.models)
-            log.info("%s on %s: %s", retriever.name, dataset.name, "cached" if cell.cached else "computed")
+            done += 1
+            est = plan_rows[(dataset.name, retriever.name)]
+            started = time.perf_counter()
+            try:
+                cell = run_cell(retriever, dataset, topics, store, spec.models, spec.latency_sample)
+            except Exception as e:  # recorded and reported; the other cells still run
+                if fail_fast:
+                    raise
+                log.error("[%d/%d] %s on %s FAILED: %s", done, total_cells, retriever.name, dataset.name, e)
+                failures.append(Failure(dataset.name, retriever.name, f"{type(e).__name__}: {e}",
+                                        traceback.format_exc()))
+                continue
+            took = time.perf_counter() - started
+            if not cell.cached:
+                remaining = max(0.0, remaining - (est["est_seconds"] or took))
+            log.info("[%d/%d] %s on %s: %s in %.1fs; remaining ≈ %s", done, total_cells, retriever.name,
+                     dataset.name, "cached" if cell.cached else "computed", took, _fmt_seconds(remaining))
             cells.append(cell)
         cells_by_dataset[dataset.name] = cells
-        dataset_rows, dataset_perq = _experiment_rows(spec, dataset, cells, topics, qrels)
-        rows.extend(dataset_rows)
-        perquery.append(dataset_perq)
-    results = pd.DataFrame(rows)
+        if cells:
+            dataset_rows, dataset_perq = _experiment_rows(spec, dataset, cells, topics, qrels)
+            rows.extend(dataset_rows)
+            perquery.append(dataset_perq)
+    results = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     if out is not None:
         out = Path(out)
-        perq = pd.concat(perquery, ignore_index=True)
+        perq = pd.concat(perquery, ignore_index=True) if perquery else pd.DataFrame()
         report.write_outputs(spec, results, perq, cells_by_dataset, store, out)
+        write_text_atomic(out / "failures.json", json.dumps([f.__dict__ for f in failures], indent=2))
         for dataset in spec.datasets:
             for cell in cells_by_dataset[dataset.name]:
                 target = out / "runs" / dataset.slug / f"{cell.retriever.name}.res.gz"
                 _copy_atomic(store.run_path(cell.retriever, dataset), target)
+    results.attrs["failures"] = failures
     return results
+
+
+RESULT_COLUMNS = ["dataset", "system", "measure", "value", "p_value", "p_value_corrected", "significant", "baseline"]
+
+
+def _fmt_seconds(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(seconds)
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def plan(spec: ExperimentSpec, store: Store) -> list[dict[str, Any]]:
+    """Every cell of the grid: cached or not, index cached or not, whether its models resolve, and an
+    estimated time from throughputs measured earlier in this cache (indexing docs/s, ms/query)."""
+    index_rate, query_ms = _measured_throughputs(store)
+    rows = []
+    for dataset in spec.datasets:
+        for retriever in spec.retrievers:
+            row: dict[str, Any] = {"dataset": dataset.name, "retriever": retriever.name,
+                                   "run_cached": store.has_run(retriever, dataset),
+                                   "index_cached": retriever.index is None or store.index_ready(retriever.index, dataset),
+                                   "status": "cached", "reason": "", "est_seconds": 0.0}
+            if not row["run_cached"]:
+                row["status"] = "to run"
+                try:
+                    resolve_models(retriever.all_models(), spec.models)
+                except models_mod.ModelUnavailableError as e:
+                    row["status"], row["reason"] = "unresolvable", str(e)
+                row["est_seconds"] = _estimate(retriever, dataset, row["index_cached"], index_rate, query_ms)
+            rows.append(row)
+    return rows
+
+
+def _measured_throughputs(store: Store) -> tuple[dict[str, float], dict[str, float]]:
+    index_rate: dict[str, float] = {}
+    for marker in (store.root / "indexes").glob("*/*/irgrid-index.json"):
+        meta = json.loads(marker.read_text())
+        if meta.get("docs") and meta.get("seconds"):
+            index_rate[meta["recipe"]["name"]] = meta["docs"] / max(meta["seconds"], 1e-6)
+    query_ms: dict[str, float] = {}
+    for meta_path in (store.root / "runs").glob("*/*.json"):
+        meta = json.loads(meta_path.read_text())
+        query_ms[meta["retriever"]] = meta.get("ms_per_query", 0.0)
+    return index_rate, query_ms
+
+
+def _estimate(retriever: Retriever, dataset: Dataset, index_cached: bool, index_rate, query_ms) -> float | None:
+    try:
+        n_queries = dataset.irds().queries_count()
+        seconds = n_queries * query_ms[retriever.name] / 1000 if retriever.name in query_ms else None
+        if not index_cached and retriever.index is not None:
+            rate = index_rate.get(retriever.index.name)
+            docs = dataset.corpus_dataset().docs_count()
+            seconds = None if rate is None or seconds is None else seconds + docs / rate
+        return seconds
+    except Exception:  # counts unknown offline (no metadata, nothing staged): no estimate
+        return None
 
 
 def preflight(spec: ExperimentSpec, store: Store) -> None:

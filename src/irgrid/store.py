@@ -34,14 +34,14 @@ class Store:
     def index_ready(self, recipe: IndexRecipe, dataset: Dataset) -> bool:
         return (self.index_dir(recipe, dataset) / MARKER).exists()
 
-    def build_index(self, recipe: IndexRecipe, dataset: Dataset, build) -> Path:
+    def build_index(self, recipe: IndexRecipe, dataset: Dataset, build, docs: int | None = None) -> Path:
         """Run `build(tmp_dir)` and publish the folder only once it finished (with its marker)."""
         final = self.index_dir(recipe, dataset)
         start = time.perf_counter()
         with atomic_dir(final) as tmp:
             build(tmp)
             meta = {"recipe": recipe.config(), "corpus": dataset.corpus_dataset().corpus,
-                    "seconds": round(time.perf_counter() - start, 3)}
+                    "seconds": round(time.perf_counter() - start, 3), "docs": docs}
             (tmp / MARKER).write_text(json.dumps(meta, indent=2))
         return final
 
