@@ -44,3 +44,28 @@ def fresh_store(tmp_path):
     from irgrid.store import Store
 
     return Store(tmp_path / "cache")
+
+
+def write_scifact_slice(root: Path, n_queries: int, n_docs: int) -> dict[str, str]:
+    """A small real collection in bring-your-own files: SciFact test queries, their relevant abstracts and
+    other abstracts up to `n_docs`. Returns a `collections:` entry (paths relative to `root`)."""
+    from irgrid import datasets
+
+    scifact = datasets.get("beir/scifact/test")
+    topics, qrels = scifact.topics().head(n_queries), scifact.qrels()
+    qrels = qrels[qrels["qid"].isin(topics["qid"])]
+    wanted = set(qrels["docno"])
+    docs = []
+    for doc in datasets.get("beir/scifact").irds().docs_iter():
+        if doc.doc_id in wanted or len(docs) < n_docs - len(wanted):
+            docs.append(doc)
+        if len(docs) == n_docs:
+            break
+    clean = lambda t: " ".join(t.split())  # noqa: E731
+    data = root / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    (data / "docs.tsv").write_text("".join(f"{d.doc_id}\t{clean(d.title)}\t{clean(d.text)}\n" for d in docs))
+    (data / "topics.tsv").write_text("".join(f"{q}\t{clean(t)}\n" for q, t in zip(topics["qid"], topics["query"])))
+    (data / "qrels.txt").write_text("".join(f"{q} 0 {d} {lab}\n" for q, d, lab in
+                                            zip(qrels["qid"], qrels["docno"], qrels["label"])))
+    return {"docs": "data/docs.tsv", "topics": "data/topics.tsv", "qrels": "data/qrels.txt"}

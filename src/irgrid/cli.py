@@ -35,7 +35,7 @@ def cmd_list(args) -> int:
         entries = [r for r in entries if r.family == args.family]
     rows = [{
         "name": r.name, "family": r.family, "architecture": r.architecture,
-        "checkpoints": " ".join(str(m) for m in r.all_models().values()) or "-",
+        "checkpoints": " ".join(dict.fromkeys(str(m) for m in r.all_models().values())) or "-",
         "index": r.index.name if r.index else "-",
         "options": " ".join(f"{k}={v}" for k, v in sorted(r.options.items())),
         "paper": r.paper_name or "-",
@@ -47,9 +47,22 @@ def cmd_list(args) -> int:
 def cmd_datasets(args) -> int:
     from irgrid.datasets import catalog
 
-    rows = [{"name": d.name, "corpus": d.corpus, "fields": "+".join(d.fields),
-             "drop_self_matches": str(d.drop_self_matches).lower(), "measures": " ".join(d.measures)}
-            for d in catalog()]
+    entries = [d for d in catalog() if not args.group or d.group == args.group]
+
+    def policies(d) -> str:
+        out = [f"fields={'+'.join(d.fields)}"]
+        if d.query_fields:
+            out.append(f"query={'+'.join(d.query_fields)}")
+        if d.drop_self_matches:
+            out.append("drop_self_matches")
+        return " ".join(out)
+
+    def n(value: int | None) -> str:
+        return "" if value is None else str(value)
+
+    rows = [{"id": d.name, "group": d.group, "measures": " ".join(d.measures), "policies": policies(d),
+             "queries": n(d.counts.queries), "docs": n(d.counts.docs), "counts_source": d.counts.source or "-",
+             "ir_datasets": d.irds_id, "corpus": d.corpus} for d in entries]
     sys.stdout.write(_table(rows, args.format))
     return 0
 
@@ -68,13 +81,95 @@ def cmd_run(args) -> int:
 
     if args.cache:
         os.environ["IRGRID_CACHE"] = args.cache
-    from irgrid.grid import run
-    from irgrid.report import markdown_table
+    if args.tiny_models:
+        os.environ["IRGRID_TINY_MODELS"] = "1"
+    from irgrid import settings
 
-    results = run(args.experiment, out=args.out)
-    sys.stdout.write(markdown_table(results))
+    if settings.tiny_models():
+        print("irgrid: TINY-MODEL MODE: every checkpoint with a declared architecture is a tiny random-weight model;"
+              " these numbers check wiring only and are not results", file=sys.stderr)
+    from irgrid.experiment import load
+    from irgrid.grid import _fmt_seconds, plan, run
+    from irgrid.report import markdown_table
+    from irgrid.store import Store
+
+    spec = load(args.experiment)
+    if args.dry_run:
+        rows = plan(spec, Store())
+        table = [{"dataset": r["dataset"], "retriever": r["retriever"], "status": r["status"],
+                  "index": "cached" if r["index_cached"] else "build",
+                  "estimate": _fmt_seconds(r["est_seconds"]) if not r["run_cached"] else "-",
+                  "reason": r["reason"].split(". ")[0]} for r in rows]
+        sys.stdout.write(_table(table, "table"))
+        counts = {s: sum(r["status"] == s for r in rows) for s in ("cached", "to run", "unresolvable")}
+        known = [r["est_seconds"] for r in rows if r["status"] == "to run" and r["est_seconds"] is not None]
+        unknown = sum(r["status"] == "to run" and r["est_seconds"] is None for r in rows)
+        print(f"\n{len(rows)} cells: {counts['cached']} cached, {counts['to run']} to run "
+              f"(≈ {_fmt_seconds(sum(known))} measured + {unknown} without a measured throughput), "
+              f"{counts['unresolvable']} unresolvable offline")
+        return 0
+    results = run(spec, out=args.out, fail_fast=args.fail_fast)
+    sys.stdout.write(markdown_table(results) if len(results) else "no results\n")
     if args.out:
-        print(f"\nwrote {args.out}/results.csv, perquery.csv, results.md, manifest.json, runs/")
+        print(f"\nwrote {args.out}/results.csv, perquery.csv, results.md, manifest.json, failures.json, runs/")
+    failures = results.attrs.get("failures", [])
+    for f in failures:
+        print(f"FAILED {f.retriever} on {f.dataset}: {f.error}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def cmd_report(args) -> int:
+    from irgrid.reports import write_report
+
+    written = write_report(args.out, to=args.to, n_resamples=args.bootstrap, seed=args.seed,
+                           fraction=args.fraction, reference=args.reference)
+    folder = written[0].parent if written else args.to
+    print(f"wrote {len(written)} files to {folder} (report.md, report.html, report.tex, tables, figures, CSVs)")
+    return 0
+
+
+def cmd_check(args) -> int:
+    from pathlib import Path
+
+    from irgrid.check import CheckError, check
+
+    try:
+        outcomes = check(Path(args.out), args.expected)
+    except CheckError as e:
+        print(f"irgrid: error: {e}", file=sys.stderr)
+        return 2
+    for o in outcomes:
+        print(o.line())
+    failed = sum(not o.ok for o in outcomes)
+    print(f"\n{len(outcomes) - failed} OK, {failed} FAIL")
+    return 1 if failed else 0
+
+
+def cmd_qa(args) -> int:
+    """DisastQA reader x evidence-setting grid (irgrid.qa.runner)."""
+    import os
+
+    if args.cache:
+        os.environ["IRGRID_CACHE"] = args.cache
+    logging.getLogger("irgrid").setLevel(logging.INFO)
+    from pathlib import Path
+
+    from irgrid.qa.data import DisastQAError
+    from irgrid.qa.readers import ReaderError
+    from irgrid.qa.runner import QAExperimentError, load, run
+
+    try:
+        spec = load(args.experiment)
+        results = run(spec, out=args.out)
+    except (QAExperimentError, DisastQAError, ReaderError) as e:
+        print(f"irgrid: error: {e}", file=sys.stderr)
+        return 2
+    if args.out:
+        print(Path(args.out, "results.md").read_text())
+        print(f"wrote {args.out}/results.csv, breakdown.csv, tests.csv, retrieval.csv, items.csv, results.md, "
+              f"manifest.json")
+    else:
+        sys.stdout.write(results.to_string(index=False) + "\n")
     return 0
 
 
@@ -86,8 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--format", choices=["table", "csv"], default="table")
     p.add_argument("--family")
     p.set_defaults(func=cmd_list)
-    p = sub.add_parser("datasets", help="the dataset catalog and its policies")
+    p = sub.add_parser("datasets", help="the dataset catalog: id, group, measures, policies, counts")
     p.add_argument("--format", choices=["table", "csv"], default="table")
+    p.add_argument("--group", help="only one group (msmarco, beir, lotte, instructir, followir, byo, other)")
     p.set_defaults(func=cmd_datasets)
     p = sub.add_parser("resolve", help="where a model id would load from (mapping, package, HF cache, hub)")
     p.add_argument("model")
@@ -97,7 +193,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("experiment")
     p.add_argument("--out", help="output folder (results.csv, perquery.csv, results.md, manifest.json, runs/)")
     p.add_argument("--cache", help="cache folder for indexes and runs (default IRGRID_CACHE or ~/.cache/irgrid)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print every cell (cached / to run / unresolvable) with estimated times; run nothing")
+    p.add_argument("--fail-fast", action="store_true", help="stop at the first failing cell")
+    p.add_argument("--tiny-models", action="store_true",
+                   help="replace checkpoints by tiny random-weight models of their architectures (wiring check on a "
+                        "CPU in minutes; same as IRGRID_TINY_MODELS=1; never results)")
     p.set_defaults(func=cmd_run)
+    p = sub.add_parser("report", help="tables and figures of a stored grid (Table 2, A.3-A.7, Figure 1, Jaccard)")
+    p.add_argument("out", help="an `irgrid run --out` folder")
+    p.add_argument("--to", help="where to write (default OUT/report)")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples B (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--fraction", type=float, default=0.1, help="hard queries: the worst fraction (default 0.1)")
+    p.add_argument("--reference", help="folder of the paper's tables as CSV (default: shipped with irgrid)")
+    p.set_defaults(func=cmd_report)
+    p = sub.add_parser("check", help="compare a grid with the expected scores next to its experiment; "
+                                     "exit 1 on FAIL")
+    p.add_argument("out", help="an `irgrid run --out` folder")
+    p.add_argument("--expected", help="expected-scores YAML (default: EXPERIMENT.expected.yaml beside the experiment)")
+    p.set_defaults(func=cmd_check)
+    p = sub.add_parser("qa", help="DisastQA: readers x evidence settings (Base/Golden/Mix/Retrieved) from a YAML")
+    p.add_argument("experiment")
+    p.add_argument("--out", help="output folder (results.csv, breakdown.csv, tests.csv, retrieval.csv, items.csv, ...)")
+    p.add_argument("--cache", help="cache folder (default IRGRID_CACHE or ~/.cache/irgrid)")
+    p.set_defaults(func=cmd_qa)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("irgrid").setLevel(logging.INFO if args.verbose or args.command == "run" else logging.WARNING)

@@ -10,8 +10,8 @@ import itertools
 import os
 import shutil
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,18 +28,44 @@ class DatasetError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class Counts:
+    """Published sizes of a dataset (queries of the evaluated split, documents of its corpus, qrels lines)."""
+
+    queries: int | None = None
+    docs: int | None = None
+    qrels: int | None = None
+    source: str = ""  # where the numbers come from (e.g. "Table A.2", "ir_datasets metadata")
+
+    def __str__(self) -> str:
+        def fmt(n: int | None) -> str:
+            return "-" if n is None else f"{n:,}"
+
+        return f"{fmt(self.queries)} q / {fmt(self.docs)} d"
+
+
+GROUPS = ("msmarco", "beir", "lotte", "instructir", "followir", "byo", "other")
+
+
+@dataclass(frozen=True)
 class Dataset:
-    name: str  # the ir_datasets id of the evaluated split
-    corpus: str  # the ir_datasets id whose documents are indexed
+    name: str  # the catalog name (the ir_datasets id of the evaluated split unless `irds` says otherwise)
+    corpus: str  # the catalog name / ir_datasets id whose documents are indexed
     fields: tuple[str, ...] = ("title", "text")  # joined with a space: the paper's "flat" documents
     query_field: str | None = None  # the queries' text field when there are several
     drop_self_matches: bool = False  # ArguAna, Quora: a query's own document is not a valid answer
     measures: tuple[str, ...] = ("nDCG@10",)
     notes: str = ""
+    group: str = "other"  # one of GROUPS: which part of the paper (and which aggregate) it belongs to
+    irds_name: str | None = None  # the ir_datasets id when it differs from `name` (BEIR test sets without a split)
+    query_fields: tuple[str, ...] = ()  # several query fields joined with a space (instruction after the query)
+    counts: Counts = Counts()
+    # builds the ir_datasets Dataset for ids ir_datasets does not ship (InstructIR, FollowIR, local files)
+    loader: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
+    files: tuple[tuple[str, str], ...] = ()  # (role, sha256) of local files: their content keys the caches
 
     @property
     def irds_id(self) -> str:
-        return self.name
+        return self.irds_name or self.name
 
     @property
     def slug(self) -> str:
@@ -47,27 +73,35 @@ class Dataset:
 
     def config(self) -> dict[str, Any]:
         """What changes a run on this dataset (queries, documents, policies)."""
-        return {
+        config: dict[str, Any] = {
             "name": self.name,
             "corpus": self.corpus,
             "fields": list(self.fields),
             "query_field": self.query_field,
             "drop_self_matches": self.drop_self_matches,
         }
+        # added only when set, so the cache keys of datasets that do not use them stay as they were
+        if self.irds_name:
+            config["irds"] = self.irds_name
+        if self.query_fields:
+            config["query_fields"] = list(self.query_fields)
+        if self.files:
+            config["files"] = [list(f) for f in self.files]
+        return config
 
     def irds(self):
-        ensure_irds_home()
-        import ir_datasets
-
-        return ir_datasets.load(self.name)
+        """The ir_datasets Dataset (registered first when irgrid provides the loader)."""
+        return _irds_load(self)
 
     def pt_dataset(self):
-        ensure_irds_home()
+        _irds_load(self)
         import pyterrier as pt
 
-        return pt.get_dataset(f"irds:{self.name}")
+        return pt.get_dataset(f"irds:{self.irds_id}")
 
     def topics(self) -> pd.DataFrame:
+        if self.query_fields:
+            return self._joined_topics()
         topics = self.pt_dataset().get_topics(self.query_field)
         if "query" not in topics.columns:
             raise DatasetError(
@@ -76,6 +110,20 @@ class Dataset:
             )
         return topics[["qid", "query"]].astype({"qid": str})
 
+    def _joined_topics(self) -> pd.DataFrame:
+        """Queries whose text is several fields joined with a space (paper 3.2: instructions appended)."""
+        import pandas as pd
+
+        ds = _irds_load(self)
+        names = ds.queries_cls()._fields
+        missing = [f for f in self.query_fields if f not in names]
+        if missing:
+            raise DatasetError(f"dataset {self.name!r}: query field(s) {missing} do not exist (has {names}); "
+                               f"fix query_fields in its catalog entry")
+        rows = [(q.query_id, " ".join(t for t in (getattr(q, f) for f in self.query_fields) if t))
+                for q in ds.queries_iter()]
+        return pd.DataFrame(rows, columns=["qid", "query"]).astype({"qid": str})
+
     def qrels(self) -> pd.DataFrame:
         return self.pt_dataset().get_qrels().astype({"qid": str, "docno": str})
 
@@ -83,17 +131,11 @@ class Dataset:
         return self if self.corpus == self.name else get(self.corpus)
 
     def docs_count(self) -> int:
-        ensure_irds_home()
-        import ir_datasets
-
-        return ir_datasets.load(self.corpus).docs_count()
+        return _irds_load(self.corpus_dataset()).docs_count()
 
     def docs(self) -> Iterator[dict[str, str]]:
         """Documents as {'docno', 'text'} with the configured fields joined ("flat", as in the paper)."""
-        ensure_irds_home()
-        import ir_datasets
-
-        ds = ir_datasets.load(self.corpus)
+        ds = _irds_load(self.corpus_dataset())
         if not ds.has_docs():
             raise DatasetError(f"dataset {self.corpus!r} has no documents (ir_datasets provides queries/qrels only)")
         names = ds.docs_cls()._fields
@@ -103,6 +145,8 @@ class Dataset:
         try:
             it = iter(ds.docs_iter())
             first = next(it, None)
+        except DatasetError:  # irgrid's own loaders say exactly which file is missing
+            raise
         except OSError as e:  # a download attempt on a machine that cannot reach the source
             raise DatasetError(
                 f"the documents of {self.corpus!r} are not staged and could not be downloaded ({e}). "
@@ -123,24 +167,117 @@ def register(ds: Dataset) -> Dataset:
     return DATASETS.register(ds.name, ds)
 
 
-def _beir(name: str, splits: tuple[str, ...] = ("test",), **kw: Any) -> None:
-    register(Dataset(f"beir/{name}", corpus=f"beir/{name}", query_field="text", **kw))
+def _beir(name: str, splits: tuple[str, ...] = ("test",), split_ids: dict[str, str] | None = None,
+          counts: Counts = Counts(), **kw: Any) -> None:
+    """A BEIR corpus entry plus its splits. `split_ids` maps a split to the ir_datasets id when ir_datasets names
+    the test set without a split (e.g. beir/arguana); `counts` are those of the test split."""
+    kw = {"query_field": "text", "group": "beir", **kw}
+    register(Dataset(f"beir/{name}", corpus=f"beir/{name}", **kw))
     for split in splits:
-        register(Dataset(f"beir/{name}/{split}", corpus=f"beir/{name}", query_field="text", **kw))
+        register(Dataset(f"beir/{name}/{split}", corpus=f"beir/{name}", irds_name=(split_ids or {}).get(split),
+                         counts=counts if split == "test" else Counts(), **kw))
+
+
+def _a2(queries: int, docs: int) -> Counts:
+    return Counts(queries, docs, source="Table A.2")
 
 
 # The catalog: policies are declared here once (the engine has no dataset-specific branches).
 register(Dataset("vaswani", corpus="vaswani", fields=("text",), measures=("AP", "nDCG@10")))
-_beir("scifact", splits=("test", "train"))
-_beir("nfcorpus", splits=("test", "dev", "train"))
-_beir("arguana", drop_self_matches=True, notes="queries are documents of the corpus; BEIR drops self-matches")
-_beir("quora", splits=("test", "dev"), drop_self_matches=True, notes="duplicate-question pairs; self-matches dropped")
-_beir("fiqa", splits=("test", "dev", "train"))
-_beir("scidocs")
-for _split, _m in (("dev/small", ("RR@10", "R@1000")),
-                   ("trec-dl-2019/judged", ("nDCG@10", "R@1000")),
-                   ("trec-dl-2020/judged", ("nDCG@10", "R@1000"))):
-    register(Dataset(f"msmarco-passage/{_split}", corpus="msmarco-passage", fields=("text",), measures=_m))
+
+# -- MS MARCO passage and TREC-DL (paper 3.2.1; passages have no titles) --------------------------------------
+for _split, _m, _q in (("dev/small", ("RR@10", "R@1000"), 6980),
+                       ("trec-dl-2019/judged", ("nDCG@10", "R@1000"), 43),
+                       ("trec-dl-2020/judged", ("nDCG@10", "R@1000"), 54)):
+    register(Dataset(f"msmarco-passage/{_split}", corpus="msmarco-passage", fields=("text",), measures=_m,
+                     group="msmarco", counts=_a2(_q, 8_841_823)))
+
+# -- BEIR, the 14 public datasets (paper 3.2.2): title + text, nDCG@10 --------------------------------------------
+_SELF = "queries are documents of the corpus; their own document is dropped (BEIR issue 14, Pyserini --remove-query)"
+_beir("trec-covid", splits=("test",), split_ids={"test": "beir/trec-covid"}, counts=_a2(50, 171_332))
+_beir("nfcorpus", splits=("test", "dev", "train"), counts=_a2(323, 3_633))
+_beir("nq", splits=("test",), split_ids={"test": "beir/nq"}, counts=_a2(3_452, 2_681_468))
+_beir("hotpotqa", splits=("test", "dev", "train"), counts=_a2(7_405, 5_233_329))
+_beir("fiqa", splits=("test", "dev", "train"), counts=_a2(648, 57_638))
+_beir("arguana", split_ids={"test": "beir/arguana"}, drop_self_matches=True, notes=_SELF,
+      counts=_a2(1_406, 8_674))
+register(Dataset("beir/webis-touche2020/v2", corpus="beir/webis-touche2020/v2", query_field="text", group="beir",
+                 counts=_a2(49, 382_545), notes="Touché-2020 v2 (the paper's choice), not v1"))
+CQADUPSTACK_FORUMS = ("android", "english", "gaming", "gis", "mathematica", "physics", "programmers", "stats",
+                      "tex", "unix", "webmasters", "wordpress")
+for _forum in CQADUPSTACK_FORUMS:  # Table A.2 gives only the totals (13,145 queries, 457,199 documents)
+    register(Dataset(f"beir/cqadupstack/{_forum}", corpus=f"beir/cqadupstack/{_forum}", query_field="text",
+                     group="beir", notes="one of 12 forums; CQADupStack is their macro mean"))
+_beir("quora", splits=("test", "dev"), drop_self_matches=True, notes=_SELF, counts=_a2(10_000, 522_931))
+_beir("dbpedia-entity", splits=("test", "dev"), counts=_a2(400, 4_635_922))
+_beir("scidocs", split_ids={"test": "beir/scidocs"}, counts=_a2(1_000, 25_657))
+_beir("fever", splits=("test", "dev", "train"), counts=_a2(6_666, 5_416_568))
+# Table A.2 prints 5,416,535 documents (BEIR paper); the distributed corpus that ir_datasets serves has 5,416,593
+_beir("climate-fever", split_ids={"test": "beir/climate-fever"}, counts=_a2(1_535, 5_416_593))
+_beir("scifact", splits=("test", "train"), counts=_a2(300, 5_183))
+
+# The paper's BEIR columns (Table A.5) -> the catalog datasets averaged into each (CQADupStack: its 12 forums)
+BEIR_PAPER: dict[str, tuple[str, ...]] = {
+    "trec-covid": ("beir/trec-covid/test",), "nfcorpus": ("beir/nfcorpus/test",), "nq": ("beir/nq/test",),
+    "hotpotqa": ("beir/hotpotqa/test",), "fiqa": ("beir/fiqa/test",), "arguana": ("beir/arguana/test",),
+    "webis-touche2020": ("beir/webis-touche2020/v2",),
+    "cqadupstack": tuple(f"beir/cqadupstack/{f}" for f in CQADUPSTACK_FORUMS),
+    "quora": ("beir/quora/test",), "dbpedia-entity": ("beir/dbpedia-entity/test",),
+    "scidocs": ("beir/scidocs/test",), "fever": ("beir/fever/test",), "climate-fever": ("beir/climate-fever/test",),
+    "scifact": ("beir/scifact/test",),
+}
+
+# -- LoTTE pooled test (paper 3.2.3): Success@5; documents have no titles -----------------------------------------
+LOTTE_PAPER = ("lotte/pooled/test/search", "lotte/pooled/test/forum")
+for _name, _q in zip(LOTTE_PAPER, (3_869, 10_025)):
+    register(Dataset(_name, corpus="lotte/pooled/test", fields=("text",), measures=("Success@5",), group="lotte",
+                     counts=_a2(_q, 2_819_103)))
+
+
+# -- Instruction following (paper 3.2.4-5): not in ir_datasets; loaders read staged files -------------------------
+def _staged(*parts: str) -> Path:
+    root = settings.shared_root()
+    if root is None:
+        raise DatasetError(
+            f"no shared data folder: set IRGRID_SHARED to the folder holding datasets/{'/'.join(parts)} "
+            f"(a checkout next to ../shared finds it automatically)"
+        )
+    return root.joinpath("datasets", *parts)
+
+
+def _instructir_loader() -> Any:
+    from irgrid import loaders
+
+    return loaders.instructir(_staged("instructir", "INSTRUCTIR"))
+
+
+register(Dataset(
+    "instructir", corpus="instructir", fields=("title", "text"), query_fields=("text", "instruction"),
+    measures=("nDCG@10", "Robustness@10"), group="instructir", loader=_instructir_loader,
+    counts=Counts(9_906, 16_072, 9_906, source="Table A.2"),
+    notes="query + instruction; qid <base>_<n> (n-th instruction of MS MARCO query <base>); corpus not staged",
+))
+
+FOLLOWIR_PAPER: dict[str, str] = {  # dataset -> the measure the paper's Score takes from it
+    "followir/robust04": "og:AP@1000", "followir/news21": "og:nDCG@5", "followir/core17": "og:AP@1000"}
+
+
+def _followir_loader(split: str) -> Callable[[], Any]:
+    def load() -> Any:
+        from irgrid import loaders
+
+        return loaders.followir(_staged("followir", split), split)
+
+    load.__qualname__ = f"followir_loader_{split}"
+    return load
+
+
+for (_name, _measure), (_q, _d) in zip(FOLLOWIR_PAPER.items(), ((52, 47_500), (32, 30_900), (20, 19_900))):
+    register(Dataset(
+        _name, corpus=_name, query_fields=("text", "instruction"), measures=(_measure, "p-MRR"), group="followir",
+        loader=_followir_loader(_name.split("/")[1]), counts=Counts(_q, _d, source="Table A.2 (base queries)"),
+        notes="query + instruction; qids <base>-og / <base>-changed (each base query twice); not staged",
+    ))
 
 
 def get(name: str) -> Dataset:
@@ -205,3 +342,20 @@ def catalog() -> list[Dataset]:
     return list(DATASETS)
 
 
+def _irds_load(ds: Dataset | str) -> Any:
+    """ir_datasets.load for a catalog dataset, registering irgrid's loader with ir_datasets first when it has one
+    (so `pt.get_dataset("irds:<id>")` serves it like any other)."""
+    ensure_irds_home()
+    import ir_datasets
+
+    ds = get(ds) if isinstance(ds, str) else ds
+    if ds.loader is not None and ds.irds_id not in ir_datasets.registry:
+        try:
+            ir_datasets.registry.register(ds.irds_id, ds.loader())
+        except RuntimeError as e:  # registered meanwhile under the same id (the registry refuses duplicates)
+            if ds.irds_id not in ir_datasets.registry:
+                raise DatasetError(f"could not register {ds.irds_id!r} with ir_datasets: {e}") from None
+    return ir_datasets.load(ds.irds_id)
+
+
+import irgrid.qa.collection  # noqa: E402,F401  (registers the DisastQA-derived collection and DisastIR)

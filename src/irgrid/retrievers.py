@@ -28,13 +28,26 @@ _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-.")
 
 @dataclass(frozen=True)
 class ModelRef:
-    """A checkpoint: a Hugging Face id pinned to a revision (None only where none could be verified)."""
+    """A checkpoint: a Hugging Face id pinned to a revision (None only where none could be verified).
+
+    `arch` and `tiny` only matter in tiny-model mode (`IRGRID_TINY_MODELS=1`, `irgrid run --tiny-models`): `arch`
+    names the real architecture (see `irgrid.tiny.ARCHITECTURES`) from which a small random-weight model is built,
+    `tiny` holds extra parts of that checkpoint as (key, value) pairs (e.g. a ColBERT projection size).
+    """
 
     id: str
     revision: str | None = None
+    arch: str | None = None
+    tiny: tuple[tuple[str, Any], ...] = ()
 
     def config(self) -> dict[str, Any]:
-        return {"id": self.id, "revision": self.revision}
+        out: dict[str, Any] = {"id": self.id, "revision": self.revision}
+        if self.arch is not None:
+            from irgrid import settings
+
+            if settings.tiny_models():  # tiny weights never share an index or a run with the real checkpoint
+                out["tiny"] = {"arch": self.arch, "parts": [list(p) for p in self.tiny]}
+        return out
 
     def __str__(self) -> str:
         return f"{self.id}@{self.revision}" if self.revision else self.id
@@ -53,6 +66,26 @@ class BuildContext:
 
 
 @dataclass(frozen=True, eq=False)
+class DocStage:
+    """A document-side transformation whose output is cached once per corpus and reused by every index built
+    from it (doc2query expansions, impact vectors): `make(ctx)` returns a PyTerrier transformer applied to
+    batches of {'docno', 'text'} records; the records it returns are stored as JSON lines."""
+
+    name: str
+    make: Callable[[BuildContext], Any]
+    params: Mapping[str, Any] = field(default_factory=dict)
+    models: Mapping[str, ModelRef] = field(default_factory=dict)
+    version: int = 1
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name, "make": canonical(self.make), "params": canonical(dict(self.params)),
+                "models": {k: v.config() for k, v in self.models.items()}, "version": self.version}
+
+    def key(self) -> str:
+        return config_hash(self.config())
+
+
+@dataclass(frozen=True, eq=False)
 class IndexRecipe:
     """The document side. Entries holding equal recipes share one index per corpus."""
 
@@ -62,15 +95,24 @@ class IndexRecipe:
     params: Mapping[str, Any] = field(default_factory=dict)
     models: Mapping[str, ModelRef] = field(default_factory=dict)
     version: int = 1  # bump when the builder's output changes for the same params
+    stage: DocStage | None = None  # documents pass through this (cached) stage before the builder sees them
+
+    def all_models(self) -> dict[str, ModelRef]:
+        out = dict(self.stage.models) if self.stage else {}
+        out.update(self.models)
+        return out
 
     def config(self) -> dict[str, Any]:
-        return {
+        out = {
             "name": self.name,
             "build": canonical(self.build),
             "params": canonical(dict(self.params)),
             "models": {k: v.config() for k, v in self.models.items()},
             "version": self.version,
         }
+        if self.stage is not None:
+            out["stage"] = self.stage.config()
+        return out
 
     def key(self) -> str:
         return config_hash(self.config())
@@ -106,6 +148,9 @@ class Retriever:
     extra: str | None = None  # the pip extra that installs this family's dependencies
     reference: str | None = None  # where the configuration comes from (model card, paper, code)
     version: int = 1
+    # entries that wrap another entry (HyDE over a dense retriever) re-derive themselves when these options change
+    derive: Callable[[Mapping[str, Any]], Retriever] | None = None
+    derive_options: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name or set(self.name) - _NAME_CHARS or self.name[0] in "-.":
@@ -116,7 +161,7 @@ class Retriever:
             raise ValueError(f"retriever {self.name!r}: family {self.family!r} is not one of {FAMILIES}")
 
     def all_models(self) -> dict[str, ModelRef]:
-        out = dict(self.index.models) if self.index else {}
+        out = self.index.all_models() if self.index else {}
         out.update(self.models)
         return out
 
@@ -141,20 +186,47 @@ class Retriever:
 
     def with_options(self, name: str | None = None, **options: Any) -> Retriever:
         """A variant with some options changed; unknown option names are an error, not a silent no-op."""
-        unknown = sorted(set(options) - set(self.options))
+        if self.derive is not None and set(options) & set(self.derive_options):
+            rebuilt = self.derive({**self.options, **{k: options[k] for k in self.derive_options if k in options}})
+            rest = {k: v for k, v in options.items() if k not in self.derive_options}
+            return rebuilt.with_options(name=name or self.name, **rest)
+        roles = set(self.all_models())
+        unknown = sorted(set(options) - set(self.options) - roles)
         if unknown:
             raise ValueError(
                 f"retriever {self.name!r} has no option(s) {', '.join(map(repr, unknown))}; "
-                f"its options are: {', '.join(sorted(self.options)) or '(none)'}"
+                f"its options are: {', '.join(sorted(set(self.options) | roles)) or '(none)'} "
+                f"(model roles take 'org/name' or 'org/name@revision')"
             )
-        merged = {**self.options, **options}
-        return dataclasses.replace(self, name=name or self.name, options=merged)
+        swaps = {k: _model_from_option(v, self.all_models()[k], self.name, k) for k, v in options.items() if k in roles}
+        merged = {**self.options, **{k: v for k, v in options.items() if k not in roles}}
+        entry = dataclasses.replace(self, name=name or self.name, options=merged,
+                                    models={k: swaps.get(k, v) for k, v in self.models.items()})
+        if entry.index is not None and swaps:
+            index = entry.index
+            stage = index.stage
+            if stage is not None and set(swaps) & set(stage.models):
+                stage = dataclasses.replace(stage, models={k: swaps.get(k, v) for k, v in stage.models.items()})
+            index = dataclasses.replace(index, stage=stage,
+                                        models={k: swaps.get(k, v) for k, v in index.models.items()})
+            entry = dataclasses.replace(entry, index=index)
+        return entry
 
     def pipeline(self, dataset: str | None = None, **kwargs: Any) -> pt.Transformer:
         """Build this retriever for a dataset (indexing it first if needed): for scripts and notebooks."""
         from irgrid.grid import build_pipeline
 
         return build_pipeline(self, dataset, **kwargs)
+
+
+def _model_from_option(value: Any, current: ModelRef, entry: str, role: str) -> ModelRef:
+    """'org/name' or 'org/name@revision' replaces the checkpoint of a role (the architecture hint is kept)."""
+    if isinstance(value, ModelRef):
+        return value
+    if not isinstance(value, str) or "/" not in value:
+        raise ValueError(f"retriever {entry!r}: model role {role!r} takes 'org/name[@revision]', got {value!r}")
+    model_id, _, revision = value.partition("@")
+    return dataclasses.replace(current, id=model_id, revision=revision or None)
 
 
 def _load_entries() -> None:

@@ -27,3 +27,22 @@ def irds_home() -> Path:
 def device() -> str | None:
     """IRGRID_DEVICE ('cpu', 'cuda', 'cuda:1'); None lets each library pick (a GPU when present)."""
     return os.environ.get("IRGRID_DEVICE") or None
+
+
+def shared_root() -> Path | None:
+    """The team's read-only shared folder (IRGRID_SHARED, else ../shared beside a source checkout when present).
+
+    Staged data for datasets ir_datasets lacks lives under `<shared>/datasets/` (e.g. `instructir/`). irgrid never
+    writes there.
+    """
+    value = os.environ.get("IRGRID_SHARED")
+    if value:
+        return Path(value).expanduser()
+    candidate = Path(__file__).resolve().parents[2].parent / "shared"
+    return candidate if candidate.is_dir() else None
+
+
+def tiny_models() -> bool:
+    """IRGRID_TINY_MODELS=1: every checkpoint that declares its architecture is replaced by a tiny random-weight
+    model of that architecture (wiring checks on a CPU; never results)."""
+    return os.environ.get("IRGRID_TINY_MODELS", "").lower() in ("1", "true", "yes")

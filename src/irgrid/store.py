@@ -45,6 +45,31 @@ class Store:
             (tmp / MARKER).write_text(json.dumps(meta, indent=2))
         return final
 
+    # -- document stages (expansions, impact vectors), shared by every index built from them -------------
+    def stage_path(self, stage, dataset: Dataset) -> Path:
+        corpus = dataset.corpus_dataset()
+        key = config_hash({"stage": stage.config(), "corpus": corpus.corpus, "fields": list(corpus.fields)})
+        return self.root / "stages" / corpus.corpus.replace("/", "--") / f"{stage.name}-{key}.jsonl.gz"
+
+    def write_stage(self, stage, dataset: Dataset, records) -> Path:
+        """Stream records into the stage file; it appears under its final name only when complete."""
+        import gzip
+
+        path = self.stage_path(stage, dataset)
+        with atomic_path(path, suffix=".jsonl.gz") as tmp:
+            with gzip.open(tmp, "wt", encoding="utf-8") as f:
+                for record in records:
+                    f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        return path
+
+    @staticmethod
+    def read_stage(path: Path):
+        import gzip
+
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                yield json.loads(line)
+
     # -- runs ------------------------------------------------------------------------------------------
     def run_key(self, retriever: Retriever, dataset: Dataset) -> str:
         return config_hash({"retriever": retriever.config(), "dataset": dataset.config(), "format": RUN_FORMAT})

@@ -120,7 +120,10 @@ class LuceneBM25(pt.Transformer):
             topics["query"].tolist(), qids, k=self.num_results, threads=self.threads
         )
         rows = []
-        for qid, query in zip(qids, topics["query"]):
+        for qid in qids:
             for rank, hit in enumerate(hits.get(qid, [])):
-                rows.append((qid, query, hit.docid, float(hit.score), rank))
-        return pd.DataFrame(rows, columns=columns)
+                rows.append((qid, hit.docid, float(hit.score), rank))
+        res = pd.DataFrame(rows, columns=["qid", "docno", "score", "rank"])
+        # keep every query column (query_0 of a rewrite, ...), as PyTerrier retrievers do
+        return topics.astype({"qid": str}).merge(res, on="qid", how="inner")[
+            [c for c in topics.columns] + ["docno", "score", "rank"]]

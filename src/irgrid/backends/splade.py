@@ -80,3 +80,16 @@ class MaxFirstSpladeEncoder(pt.Transformer):
 
 
 __all__ = ["encode_max_first", "to_toks", "MaxFirstSpladeEncoder"]
+
+
+class PruneToks(pt.Transformer):
+    """Keep a document's `top_k` highest impacts (the paper prunes to 512); None keeps all."""
+
+    def __init__(self, top_k: int | None):
+        self.top_k = top_k
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        if not self.top_k or len(inp) == 0:
+            return inp
+        pruned = [dict(sorted(t.items(), key=lambda x: (-x[1], x[0]))[: self.top_k]) for t in inp["toks"]]
+        return inp.assign(toks=pruned)

@@ -1,0 +1,475 @@
+"""Analyses of a stored grid (paper Sections 4.1.2 and 4.3): bootstrap standard errors, z-scores against the
+paper's published tables and their Δσ classes, failure points (rank of the first relevant document), hard-query
+sets and their Jaccard overlap, fusion suggestions with reciprocal rank fusion, win/tie/loss counts and a
+random-effects meta-analysis across datasets.
+
+Everything here works on plain DataFrames read from an output folder (results.csv, perquery.csv, runs, qrels),
+so it never recomputes a run; `irgrid.reports` wires it to an OUT folder.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from itertools import combinations
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    import pyterrier as pt
+
+    from irgrid.retrievers import Retriever
+
+# -- bootstrap standard errors -------------------------------------------------------------------------------
+
+BOOTSTRAP_B = 1000
+BOOTSTRAP_SEED = 0
+
+
+def bootstrap_se(values: Sequence[float] | np.ndarray, n_resamples: int = BOOTSTRAP_B,
+                 seed: int | Sequence[int] = BOOTSTRAP_SEED) -> float:
+    """Bootstrap standard error of the mean of per-query values (queries resampled with replacement, seeded).
+
+    scipy.stats.bootstrap does the resampling; its `standard_error` is the standard deviation (ddof=1) of the
+    B resampled means, i.e. Efron and Tibshirani's SE_boot as used for the paper's Δσ.
+    """
+    from scipy.stats import bootstrap
+
+    x = np.asarray(values, dtype=float)
+    if len(x) < 2 or np.all(x == x[0]):  # scipy refuses degenerate samples; the SE of a constant is 0
+        return 0.0 if len(x) else math.nan
+    res = bootstrap((x,), np.mean, n_resamples=n_resamples, vectorized=True, method="percentile",
+                    rng=np.random.default_rng(seed))
+    return float(res.standard_error)
+
+
+def _cell_seed(seed: int, dataset: str, measure: str) -> list[int]:
+    # One stream per (dataset, measure), shared by all systems: every system is resampled on the same
+    # bootstrap query samples (common random numbers), and the result does not depend on the grid's order.
+    return [seed, zlib.crc32(f"{dataset}\t{measure}".encode())]
+
+
+def bootstrap_table(perquery: pd.DataFrame, n_resamples: int = BOOTSTRAP_B, seed: int = BOOTSTRAP_SEED) -> pd.DataFrame:
+    """Per (dataset, system, measure): mean of the per-query values, its bootstrap SE, #queries, B and seed."""
+    rows = []
+    for (dataset, system, measure), block in perquery.groupby(["dataset", "system", "measure"], sort=False):
+        values = block["value"].to_numpy(dtype=float)
+        rows.append({"dataset": dataset, "system": system, "measure": measure, "mean": float(values.mean()),
+                     "se": bootstrap_se(values, n_resamples, _cell_seed(seed, dataset, measure)),
+                     "queries": len(values), "B": n_resamples, "seed": seed})
+    return pd.DataFrame(rows, columns=["dataset", "system", "measure", "mean", "se", "queries", "B", "seed"])
+
+
+# -- Δσ against the paper ------------------------------------------------------------------------------------
+
+# Table 2's colour classes (Section 4.1.2): |Δσ| <= 2 "within"; 2 < Δσ < 3 "above"; Δσ >= 3 "far-above";
+# -3 < Δσ < -2 "below"; Δσ <= -3 "far-below"; no published value: "new".
+CLASSES = ("within", "above", "far-above", "below", "far-below", "new")
+CLASS_COLOURS = {  # the paper's colour names; red and purple use the RGB values of its text
+    "within": ("blue", (0.0, 0.27, 0.85)), "above": ("teal", (0.0, 0.5, 0.5)),
+    "far-above": ("green", (0.0, 0.55, 0.0)), "below": ("purple", (0.5898, 0.2344, 0.668)),
+    "far-below": ("red", (0.7852, 0.0, 0.0)), "new": ("black", (0.0, 0.0, 0.0)),
+}
+
+
+def delta_sigma(ours: float, published: float, se: float) -> float:
+    """Equation (6): (ours − published) / SE_boot; ±inf when SE is 0 and the values differ."""
+    diff = ours - published
+    if se == 0 or math.isnan(se):
+        return 0.0 if diff == 0 else math.copysign(math.inf, diff)
+    return diff / se
+
+
+def classify(z: float | None) -> str:
+    """Table 2's class of a Δσ (None/NaN: no published value, a new result)."""
+    if z is None or (isinstance(z, float) and math.isnan(z)):
+        return "new"
+    if abs(z) <= 2:
+        return "within"
+    if z >= 3:
+        return "far-above"
+    if z <= -3:
+        return "far-below"
+    return "above" if z > 0 else "below"
+
+
+@dataclass(frozen=True)
+class PaperColumn:
+    """A column of one of the paper's tables and the (dataset, measure) cells of ours that make it.
+
+    Several components are averaged (BEIR's 14 datasets, CQADupStack's 12 forums, LoTTE's 5 domains); such a
+    column is compared only when every component is in the grid. Each component is a tuple of accepted
+    dataset ids (aliases of one dataset) and a measure.
+    """
+
+    table: str
+    column: str
+    label: str
+    components: tuple[tuple[tuple[str, ...], str], ...]
+
+
+TABLE_FILES = {
+    "2": "paper_table2.csv", "A.3": "paper_tableA3_zscores.csv", "A.4": "paper_tableA4_msmarco_dl.csv",
+    "A.5": "paper_tableA5_beir_ndcg@10.csv", "A.6": "paper_tableA6_lotte_success@5.csv",
+    "A.7": "paper_tableA7_instructir_followir.csv",
+}
+_DEV, _DL19, _DL20 = ("msmarco-passage/dev/small",), ("msmarco-passage/trec-dl-2019/judged",), \
+    ("msmarco-passage/trec-dl-2020/judged",)
+CQADUPSTACK_FORUMS = ("android", "english", "gaming", "gis", "mathematica", "physics", "programmers", "stats",
+                      "tex", "unix", "webmasters", "wordpress")
+BEIR_COLUMNS = ("trec-covid", "nfcorpus", "nq", "hotpotqa", "fiqa", "arguana", "webis-touche2020", "cqadupstack",
+                "quora", "dbpedia-entity", "scidocs", "fever", "climate-fever", "scifact")
+LOTTE_DOMAINS = ("lifestyle", "recreation", "science", "technology", "writing")
+
+
+def _beir_components(name: str) -> tuple[tuple[tuple[str, ...], str], ...]:
+    if name == "cqadupstack":
+        return tuple(((f"beir/cqadupstack/{f}",), "nDCG@10") for f in CQADUPSTACK_FORUMS)
+    ids = (f"beir/{name}", f"beir/{name}/test") + (("beir/webis-touche2020/v2",) if "touche" in name else ())
+    return ((ids, "nDCG@10"),)
+
+
+def _lotte(kind: str) -> tuple[tuple[tuple[str, ...], str], ...]:
+    return tuple(((f"lotte/{d}/test/{kind}",), "Success@5") for d in LOTTE_DOMAINS)
+
+
+def paper_columns() -> list[PaperColumn]:
+    """Every column of Tables 2 and A.4–A.7 with the cells of ours that map to it.
+
+    InstructIR (Robustness@10) and FollowIR (Score, p-MRR) have no ir_datasets ids or ir_measures measures, so
+    their columns have no components: the tables show the paper's values only.
+    """
+    beir_all = tuple(c for name in BEIR_COLUMNS for c in _beir_components(name))
+    cols = [
+        PaperColumn("2", "msmarco_dev_mrr@10", "MS MARCO MRR@10", ((_DEV, "RR@10"),)),
+        PaperColumn("2", "dl19_ndcg@10", "TREC-DL 19 nDCG@10", ((_DL19, "nDCG@10"),)),
+        PaperColumn("2", "dl20_ndcg@10", "TREC-DL 20 nDCG@10", ((_DL20, "nDCG@10"),)),
+        PaperColumn("2", "beir_ndcg@10", "BEIR nDCG@10", beir_all),
+        PaperColumn("2", "lotte_success@5", "LoTTE S@5", _lotte("search") + _lotte("forum")),
+        PaperColumn("A.4", "msmarco_dev_mrr@10", "MS MARCO MRR@10", ((_DEV, "RR@10"),)),
+        PaperColumn("A.4", "msmarco_dev_r@1000", "MS MARCO R@1000", ((_DEV, "R@1000"),)),
+        PaperColumn("A.4", "dl19_ndcg@10", "DL19 nDCG@10", ((_DL19, "nDCG@10"),)),
+        PaperColumn("A.4", "dl19_r@1000", "DL19 R@1000", ((_DL19, "R@1000"),)),
+        PaperColumn("A.4", "dl20_ndcg@10", "DL20 nDCG@10", ((_DL20, "nDCG@10"),)),
+        PaperColumn("A.4", "dl20_r@1000", "DL20 R@1000", ((_DL20, "R@1000"),)),
+        PaperColumn("A.6", "search", "LoTTE search S@5", _lotte("search")),
+        PaperColumn("A.6", "forum", "LoTTE forum S@5", _lotte("forum")),
+    ]
+    cols += [PaperColumn("A.5", name, name, _beir_components(name)) for name in BEIR_COLUMNS]
+    for col, label in (("instructir_robustness@10", "InstructIR R@10"), ("instructir_ndcg@10", "InstructIR nDCG@10"),
+                       ("followir_score", "FollowIR Score"), ("followir_p-mrr", "FollowIR p-MRR")):
+        cols.append(PaperColumn("2", col, label, ()))
+    for col in ("instructir_robustness@10", "instructir_ndcg@10", "robust04_map", "robust04_p-mrr",
+                "news21_ndcg@5", "news21_p-mrr", "core17_map", "core17_p-mrr"):
+        cols.append(PaperColumn("A.7", col, col, ()))
+    order = list(TABLE_FILES)
+    return sorted(cols, key=lambda c: order.index(c.table))  # stable: each table keeps its column order
+
+
+def reference_dir(path: str | Path | None = None) -> Path:
+    """The folder of the paper's tables as CSV (shipped with irgrid; override with a folder of the same files)."""
+    if path is not None:
+        return Path(path)
+    return Path(str(resources.files("irgrid") / "data"))
+
+
+def load_paper_table(table: str, reference: str | Path | None = None) -> pd.DataFrame:
+    """One of the paper's tables ('2', 'A.3' … 'A.7') indexed by the paper's model name."""
+    return pd.read_csv(reference_dir(reference) / TABLE_FILES[table]).set_index("model")
+
+
+def column_cells(col: PaperColumn, cells: Mapping[tuple[str, str], Any]) -> list[tuple[str, str]] | None:
+    """The (dataset, measure) keys of `cells` that fill every component of `col`, or None if one is missing."""
+    if not col.components:
+        return None
+    found = []
+    for ids, measure in col.components:
+        hit = next(((d, measure) for d in ids if (d, measure) in cells), None)
+        if hit is None:
+            return None
+        found.append(hit)
+    return found
+
+
+def zscores(results: pd.DataFrame, se: pd.DataFrame, paper_names: Mapping[str, str | None],
+            reference: str | Path | None = None) -> pd.DataFrame:
+    """Our cells against the paper's published values (Equation 6), for every mappable column.
+
+    `results` is results.csv (its `value` is μ̂), `se` the bootstrap table, `paper_names` maps our system names
+    to the paper's model names (None: not the paper's configuration, so every cell is a new result). An averaged
+    column's SE combines its components' SEs as independent samples: sqrt(Σ SE_i²) / k.
+    """
+    value = results[results["measure"] != "ms/query"].set_index(["system", "dataset", "measure"])["value"]
+    se_map = se.set_index(["system", "dataset", "measure"])["se"]
+    tables = {t: load_paper_table(t, reference) for t in TABLE_FILES}
+    rows = []
+    for system in dict.fromkeys(results["system"]):
+        ours = {(d, m): v for (s, d, m), v in value.items() if s == system}
+        paper_model = paper_names.get(system)
+        for col in paper_columns():
+            keys = column_cells(col, ours)
+            if keys is None:
+                continue
+            mean = float(np.mean([ours[k] for k in keys]))
+            se_col = math.sqrt(sum(float(se_map[(system, *k)]) ** 2 for k in keys)) / len(keys)
+            table = tables[col.table]
+            published = None
+            if paper_model is not None and paper_model in table.index and not pd.isna(table.at[paper_model, col.column]):
+                published = float(table.at[paper_model, col.column])
+            z = None if published is None else delta_sigma(mean, published, se_col)
+            rows.append({"system": system, "paper_model": paper_model, "table": col.table, "column": col.column,
+                         "label": col.label, "datasets": " ".join(sorted({d for d, _ in keys})),
+                         "ours": mean, "se": se_col, "published": published,
+                         "delta": None if published is None else mean - published,
+                         "delta_sigma": z, "class": classify(z)})
+    return pd.DataFrame(rows, columns=["system", "paper_model", "table", "column", "label", "datasets", "ours", "se",
+                                       "published", "delta", "delta_sigma", "class"])
+
+
+# -- failure points (Section 4.3) ---------------------------------------------------------------------------
+
+def qrels_dict(qrels: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """qrels (qid, docno, label) as ir_measures' dict-of-dicts: plain Python objects, because ir_measures
+    iterating pandas' Arrow-backed string columns row by row is ~50x slower."""
+    out: dict[str, dict[str, int]] = {}
+    for q, d, rel in zip(qrels["qid"].astype(str).tolist(), qrels["docno"].astype(str).tolist(),
+                         qrels["label"].astype(int).tolist()):
+        out.setdefault(q, {})[d] = rel
+    return out
+
+
+def run_dict(run: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """A result frame (qid, docno, score) as ir_measures' dict-of-dicts (see qrels_dict)."""
+    out: dict[str, dict[str, float]] = {}
+    for q, d, score in zip(run["qid"].astype(str).tolist(), run["docno"].astype(str).tolist(),
+                           run["score"].astype(float).tolist()):
+        out.setdefault(q, {})[d] = score
+    return out
+
+
+def evaluate(measures: Sequence[Any], qrels: pd.DataFrame, run: pd.DataFrame) -> dict[str, float]:
+    """Mean of each measure over the queries (ir_measures, trec_eval conventions), keyed by measure name."""
+    import ir_measures
+
+    agg = ir_measures.calc_aggregate(list(measures), qrels_dict(qrels), run_dict(run))
+    return {str(m): float(v) for m, v in agg.items()}
+
+
+def failure_ranks(run: pd.DataFrame, qrels: pd.DataFrame, depth: int = 1000, rel: int = 1) -> pd.Series:
+    """Per query with a relevant document: the 1-based rank of its highest-ranked relevant document, capped at
+    depth + 1 (1001 in the paper) when none is retrieved within `depth`.
+
+    ir_measures computes RR@depth with trec_eval's ordering (score descending, ties by docno), so the rank is
+    exactly 1 / RR; queries missing from the run or with RR = 0 get depth + 1.
+    """
+    import ir_measures
+
+    relevant = qrels[qrels["label"] >= rel]
+    qids = sorted(set(relevant["qid"].astype(str)))
+    ranks = dict.fromkeys(qids, depth + 1)
+    for m in ir_measures.iter_calc([ir_measures.RR(rel=rel) @ depth], qrels_dict(relevant), run_dict(run)):
+        if m.query_id in ranks and m.value > 0:
+            ranks[m.query_id] = int(round(1 / m.value))
+    return pd.Series(ranks, name="rank", dtype=int).rename_axis("qid")
+
+
+def hard_queries(ranks: pd.Series, fraction: float = 0.1) -> list[str]:
+    """The worst `fraction` of queries: the ceil(fraction · n) with the largest failure rank.
+
+    The paper fixes the number of hard queries per (model, dataset); ties at the cut (typically many queries at
+    1001) are broken by qid so the set is deterministic.
+    """
+    if len(ranks) == 0:
+        return []
+    k = max(1, math.ceil(fraction * len(ranks)))
+    frame = pd.DataFrame({"qid": ranks.index.astype(str), "rank": ranks.to_numpy()})
+    return frame.sort_values(["rank", "qid"], ascending=[False, True]).head(k)["qid"].tolist()
+
+
+def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
+    """|A ∩ B| / |A ∪ B| (1.0 for two empty sets: they are equal)."""
+    a, b = set(a), set(b)
+    union = a | b
+    return len(a & b) / len(union) if union else 1.0
+
+
+def jaccard_matrix(sets: Mapping[str, Iterable[str]]) -> pd.DataFrame:
+    """Pairwise Jaccard similarity of named sets (Figure 2 / A.1), in the given order."""
+    names = list(sets)
+    frozen = {n: set(sets[n]) for n in names}
+    return pd.DataFrame([[jaccard(frozen[a], frozen[b]) for b in names] for a in names], index=names, columns=names)
+
+
+# -- fusion suggestions -------------------------------------------------------------------------------------
+
+def fusion_suggestions(jaccard_long: pd.DataFrame, families: Mapping[str, str], effectiveness: pd.DataFrame | None = None,
+                       min_relative: float = 0.8, top: int = 3) -> pd.DataFrame:
+    """Per dataset, the pairs whose hard-query sets overlap least: candidates for fusion (Section 4.3).
+
+    `jaccard_long` has columns dataset, a, b, jaccard. Pairs across families come first (the paper's "combine
+    across families"), then by Jaccard ascending. With `effectiveness` (dataset, system, value), systems below
+    `min_relative` × the dataset's best are left out: a weak retriever fails on different queries from everyone
+    (the paper's SPARTA/DPR/SimCSE cross) without being worth fusing.
+    """
+    rows = []
+    for dataset, block in jaccard_long.groupby("dataset", sort=False):
+        keep = None
+        if effectiveness is not None:
+            eff = effectiveness[effectiveness["dataset"] == dataset].set_index("system")["value"]
+            keep = set(eff[eff >= min_relative * eff.max()].index) if len(eff) else None
+        cand = []
+        for _, r in block.iterrows():
+            if keep is not None and not {r["a"], r["b"]} <= keep:
+                continue
+            fa, fb = families.get(r["a"]), families.get(r["b"])
+            cand.append({"dataset": dataset, "a": r["a"], "b": r["b"], "jaccard": float(r["jaccard"]),
+                         "family_a": fa, "family_b": fb, "cross_family": fa != fb})
+        cand.sort(key=lambda c: (not c["cross_family"], c["jaccard"], c["a"], c["b"]))
+        rows += cand[:top]
+    return pd.DataFrame(rows, columns=["dataset", "a", "b", "jaccard", "family_a", "family_b", "cross_family"])
+
+
+def rrf_runs(*runs: pd.DataFrame, k: int = 60, num_results: int | None = 1000) -> pd.DataFrame:
+    """Reciprocal rank fusion of stored result frames: score = Σ 1 / (k + rank), rank 0-based per run as
+    PyTerrier ranks (the same fused scores as pyterrier-alpha's rr_fusion, Cormack et al. 2009).
+
+    Written here, vectorised, rather than calling rr_fusion on stored runs: rr_fusion merges frames query by
+    query (one pandas merge per query and run), minutes for MS MARCO's 6,980 queries. The live pipeline
+    (rrf_pipeline) uses pyterrier-alpha's RRFusion.
+    """
+    import pyterrier as pt
+
+    parts = []
+    for run in runs:
+        run = run[["qid", "docno", "score"]].astype({"qid": str, "docno": str}).copy()
+        pt.model.add_ranks(run)
+        parts.append(run.assign(score=1.0 / (run["rank"] + k))[["qid", "docno", "score"]])
+    fused = pd.concat(parts, ignore_index=True).groupby(["qid", "docno"], as_index=False, sort=False)["score"].sum()
+    pt.model.add_ranks(fused)
+    fused = fused.sort_values(["qid", "rank"], ignore_index=True)
+    return fused[fused["rank"] < num_results].reset_index(drop=True) if num_results is not None else fused
+
+
+def rrf_pipeline(retrievers: Sequence[str | Retriever], dataset: str, k: int = 60, num_results: int = 1000,
+                 **kwargs: Any) -> pt.Transformer:
+    """An RRF pipeline (pyterrier-alpha's RRFusion) over registry entries or variants on a dataset, to test a
+    fusion suggestion live, e.g. in `pt.Experiment`. Each entry's index is built or reused as in a grid;
+    `kwargs` go to `Retriever.pipeline` (e.g. store=)."""
+    from pyterrier_alpha.fusion import RRFusion
+
+    from irgrid.retrievers import get
+
+    entries = [get(r) if isinstance(r, str) else r for r in retrievers]
+    return RRFusion(*[r.pipeline(dataset, **kwargs) for r in entries], k=k, num_results=num_results)
+
+
+# -- cross-dataset view -------------------------------------------------------------------------------------
+
+def win_tie_loss(results: pd.DataFrame) -> pd.DataFrame:
+    """Per (system, measure) against the baseline: datasets where it is significantly better (win), worse (loss)
+    or neither (tie), using the corrected paired tests already in results.csv."""
+    rows = []
+    res = results[(results["measure"] != "ms/query") & results["baseline"].notna()]
+    for (system, measure), block in res.groupby(["system", "measure"], sort=False):
+        if (block["system"] == block["baseline"]).all():
+            continue
+        w = t = lo = 0
+        for _, r in block.iterrows():
+            base = res[(res["dataset"] == r["dataset"]) & (res["system"] == r["baseline"]) & (res["measure"] == measure)]
+            if base.empty:
+                continue
+            sig = r["significant"] is True or str(r["significant"]).lower() == "true"
+            if sig and r["value"] > base["value"].iloc[0]:
+                w += 1
+            elif sig and r["value"] < base["value"].iloc[0]:
+                lo += 1
+            else:
+                t += 1
+        rows.append({"system": system, "measure": measure, "baseline": block["baseline"].iloc[0],
+                     "win": w, "tie": t, "loss": lo, "datasets": w + t + lo})
+    return pd.DataFrame(rows, columns=["system", "measure", "baseline", "win", "tie", "loss", "datasets"])
+
+
+@dataclass(frozen=True)
+class MetaResult:
+    k: int
+    effect: float  # the random-effects pooled effect
+    se: float
+    ci_low: float
+    ci_high: float
+    z: float
+    p: float
+    tau2: float
+    q: float
+    i2: float
+    fixed_effect: float
+
+
+def dersimonian_laird(effects: Sequence[float], variances: Sequence[float]) -> MetaResult:
+    """DerSimonian–Laird random-effects pooling.
+
+    Written here rather than taken from statsmodels: its `combine_effects(method_re='dl')` (0.15) does not
+    truncate τ² at zero (negative τ² inflates the weights) and divides by zero for a single study.
+    """
+    from scipy.stats import norm
+
+    y, v = np.asarray(effects, dtype=float), np.asarray(variances, dtype=float)
+    k = len(y)
+    w = 1 / v
+    fixed = float((w * y).sum() / w.sum())
+    q = float((w * (y - fixed) ** 2).sum())
+    c = float(w.sum() - (w ** 2).sum() / w.sum())
+    tau2 = max(0.0, (q - (k - 1)) / c) if k > 1 and c > 0 else 0.0
+    w_re = 1 / (v + tau2)
+    effect = float((w_re * y).sum() / w_re.sum())
+    se = float(math.sqrt(1 / w_re.sum()))
+    z = effect / se if se > 0 else math.copysign(math.inf, effect) if effect else 0.0
+    crit = float(norm.ppf(0.975))
+    return MetaResult(k=k, effect=effect, se=se, ci_low=effect - crit * se, ci_high=effect + crit * se, z=z,
+                      p=float(2 * norm.sf(abs(z))), tau2=tau2, q=q,
+                      i2=max(0.0, (q - (k - 1)) / q) if q > 0 else 0.0, fixed_effect=fixed)
+
+
+def paired_effects(perquery: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """Per (dataset, system, measure): the mean per-query difference to the baseline and its variance
+    (var(d) / n over the queries both were evaluated on) — the per-dataset effect sizes for the meta-analysis."""
+    rows = []
+    for (dataset, measure), block in perquery.groupby(["dataset", "measure"], sort=False):
+        wide = block.pivot_table(index="qid", columns="system", values="value")
+        if baseline not in wide.columns:
+            continue
+        for system in wide.columns:
+            if system == baseline:
+                continue
+            d = (wide[system] - wide[baseline]).dropna().to_numpy()
+            if len(d) < 2:
+                continue
+            rows.append({"dataset": dataset, "system": system, "measure": measure, "effect": float(d.mean()),
+                         "variance": float(d.var(ddof=1) / len(d)), "queries": len(d)})
+    return pd.DataFrame(rows, columns=["dataset", "system", "measure", "effect", "variance", "queries"])
+
+
+def meta_analysis(perquery: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """Random-effects (DerSimonian–Laird) pooled difference to the baseline per (system, measure) across datasets."""
+    effects = paired_effects(perquery, baseline)
+    rows = []
+    for (system, measure), block in effects.groupby(["system", "measure"], sort=False):
+        block = block[block["variance"] > 0]
+        if block.empty:
+            continue
+        r = dersimonian_laird(block["effect"], block["variance"])
+        rows.append({"system": system, "measure": measure, "baseline": baseline, **r.__dict__,
+                     "datasets": " ".join(block["dataset"])})
+    cols = ["system", "measure", "baseline", *MetaResult.__dataclass_fields__, "datasets"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def pairs(names: Sequence[str]) -> list[tuple[str, str]]:
+    """Unordered pairs of distinct names, in order."""
+    return list(combinations(names, 2))

@@ -1,0 +1,233 @@
+"""Exact dense search over a pyterrier-dr FlexIndex, and a late-interaction (ColBERT) index.
+
+`ExactRetriever` picks its backend when it opens: an exact GPU matmul + top-k when a GPU is present and the vectors
+fit in its free memory (with room to spare), faiss-cpu flat search (as in the paper) otherwise, streamed over the
+memory-mapped vectors in blocks so no copy of the corpus is made. Queries are searched in batches for throughput;
+`search_one` is the single-query path for latency. Approximate search is never implicit: `faiss_hnsw` and the like
+live on FlexIndex (`index.faiss_hnsw_retriever()`), to be chosen by name.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+
+log = logging.getLogger("irgrid")
+BLOCK = 1 << 17  # documents per scoring block on CPU (the paper's 2^17)
+
+
+def _merge_topk(scores: np.ndarray, ids: np.ndarray, new_scores: np.ndarray, new_ids: np.ndarray,
+                k: int) -> tuple[np.ndarray, np.ndarray]:
+    s = np.concatenate([scores, new_scores], axis=1)
+    i = np.concatenate([ids, new_ids], axis=1)
+    if s.shape[1] > k:
+        part = np.argpartition(-s, k - 1, axis=1)[:, :k]
+        s, i = np.take_along_axis(s, part, 1), np.take_along_axis(i, part, 1)
+    return s, i
+
+
+class ExactRetriever(pt.Transformer):
+    """Exact inner-product top-k over a FlexIndex: GPU matmul when the vectors fit, faiss-cpu flat otherwise."""
+
+    def __init__(self, flex: Any, num_results: int = 1000, query_batch_size: int = 1024, device: str | None = None):
+        self.flex = flex
+        self.num_results = num_results
+        self.query_batch_size = query_batch_size
+        self.docnos, self.vecs, meta = flex.payload()
+        self.n, self.dim = self.vecs.shape
+        self.backend, self.device = self._choose(device)
+        self._gpu_matrix = None
+
+    def _choose(self, device: str | None) -> tuple[str, str]:
+        import torch
+
+        want = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        if want.startswith("cuda") and torch.cuda.is_available():
+            free, _ = torch.cuda.mem_get_info(torch.device(want))
+            need = self.n * self.dim * 2  # fp16 matrix
+            if need < 0.6 * free:
+                return "torch-gpu", want
+            log.info("vectors (%.1f GiB fp16) do not fit the GPU (%.1f GiB free): faiss-cpu flat",
+                     need / 2**30, free / 2**30)
+        return "faiss-cpu-flat", "cpu"
+
+    def search(self, queries: np.ndarray, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, doc indices), best first, for a batch of query vectors."""
+        k = min(k or self.num_results, self.n)
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if self.backend == "torch-gpu":
+            return self._search_gpu(queries, k)
+        return self._search_faiss(queries, k)
+
+    def search_one(self, query: np.ndarray, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        s, i = self.search(query.reshape(1, -1), k)
+        return s[0], i[0]
+
+    def _search_gpu(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        import torch
+
+        if self._gpu_matrix is None:
+            mat = torch.empty((self.n, self.dim), dtype=torch.float16, device=self.device)
+            for start in range(0, self.n, BLOCK):
+                block = torch.from_numpy(np.ascontiguousarray(self.vecs[start:start + BLOCK]))
+                mat[start:start + BLOCK] = block.to(self.device, non_blocking=True).half()
+            self._gpu_matrix = mat
+        q = torch.from_numpy(queries).to(self.device).half()
+        scores, ids = torch.topk(q @ self._gpu_matrix.T, k, dim=1)
+        return scores.float().cpu().numpy(), ids.cpu().numpy()
+
+    def _search_faiss(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        import faiss
+
+        best_s = np.full((len(queries), 0), -np.inf, dtype=np.float32)
+        best_i = np.zeros((len(queries), 0), dtype=np.int64)
+        for start in range(0, self.n, BLOCK):
+            block = np.ascontiguousarray(self.vecs[start:start + BLOCK], dtype=np.float32)
+            s, i = faiss.knn(queries, block, min(k, len(block)), metric=faiss.METRIC_INNER_PRODUCT)
+            best_s, best_i = _merge_topk(best_s, best_i, s, i + start, k)
+        order = np.lexsort((best_i, -best_s), axis=-1)  # by score, then by document position
+        return np.take_along_axis(best_s, order, 1), np.take_along_axis(best_i, order, 1)
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        cols = [c for c in inp.columns if c != "query_vec"]
+        if len(inp) == 0:
+            return pd.DataFrame(columns=cols + ["docno", "docid", "score", "rank"])
+        inp = inp.reset_index(drop=True)
+        frames = []
+        for start in range(0, len(inp), self.query_batch_size):
+            part = inp.iloc[start:start + self.query_batch_size]
+            scores, ids = self.search(np.stack(part["query_vec"].values))
+            k = scores.shape[1]
+            rows = part[cols].loc[part.index.repeat(k)].reset_index(drop=True)
+            flat_ids = ids.reshape(-1)
+            rows["docid"] = flat_ids
+            rows["docno"] = self.docnos.fwd[flat_ids] if hasattr(self.docnos, "fwd") else [
+                self.docnos[int(i)] for i in flat_ids]
+            rows["score"] = scores.reshape(-1)
+            rows["rank"] = np.tile(np.arange(k), len(part))
+            frames.append(rows)
+        return pd.concat(frames, ignore_index=True)
+
+    def __repr__(self) -> str:
+        return f"ExactRetriever({self.backend}, num_results={self.num_results})"
+
+
+# -------------------------------------------------------------------------------------------------------------
+# late interaction
+
+
+class LateInteractionIndex:
+    """Token vectors of every document (fp16, one flat file), their offsets, docnos, and k-means centroids.
+
+    Search follows ColBERTv2/PLAID's structure: candidate generation from the centroids nearest to each query
+    token (an IVF over token vectors, k-means with the paper's 4 iterations), then exact MaxSim over the
+    candidates' full token vectors. Residual compression is not applied: token vectors are kept at fp16, so the
+    final scores are exact MaxSim (PLAID approximates them)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return json.loads((self.path / "meta.json").read_text())
+
+    def build(self, chunks: Iterable[tuple[list[str], list[np.ndarray]]], kmeans_niter: int = 4,
+              seed: int = 123) -> dict[str, Any]:
+        import faiss
+
+        self.path.mkdir(parents=True, exist_ok=True)
+        lengths: list[int] = []
+        dim = None
+        with open(self.path / "docnos.txt", "w") as fd, open(self.path / "tokens.f16", "wb") as ft:
+            for docnos, vecs in chunks:
+                for docno, v in zip(docnos, vecs):
+                    if dim is None:
+                        dim = v.shape[1]
+                    fd.write(docno.replace("\n", " ") + "\n")
+                    ft.write(np.asarray(v, dtype=np.float16).tobytes())
+                    lengths.append(len(v))
+        if dim is None:
+            raise ValueError("late-interaction index: no documents to index")
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        np.save(self.path / "offsets.npy", offsets)
+        total = int(offsets[-1])
+        # ColBERTv2's number of partitions: 2^floor(log2(16 * sqrt(#embeddings)))
+        n_centroids = max(1, min(total, 2 ** int(math.floor(math.log2(16 * math.sqrt(max(total, 1)))))))
+        tokens = np.memmap(self.path / "tokens.f16", dtype=np.float16, mode="r", shape=(total, dim))
+        sample_n = min(total, max(n_centroids * 256, 1))
+        rng = np.random.default_rng(seed)
+        sample = np.ascontiguousarray(tokens[np.sort(rng.choice(total, sample_n, replace=False))], dtype=np.float32)
+        km = faiss.Kmeans(dim, n_centroids, niter=kmeans_niter, seed=seed, spherical=True, min_points_per_centroid=1,
+                          max_points_per_centroid=1 << 30)
+        km.train(sample)
+        centroids = km.centroids.astype(np.float32)
+        assign = np.empty(total, dtype=np.int32)
+        index = faiss.IndexFlatIP(dim)
+        index.add(centroids)
+        for start in range(0, total, BLOCK):
+            _, a = index.search(np.ascontiguousarray(tokens[start:start + BLOCK], dtype=np.float32), 1)
+            assign[start:start + BLOCK] = a[:, 0]
+        np.save(self.path / "centroids.npy", centroids)
+        np.save(self.path / "assign.npy", assign)
+        meta = {"docs": len(lengths), "tokens": total, "dim": dim, "centroids": n_centroids,
+                "kmeans_niter": kmeans_niter, "dtype": "fp16"}
+        (self.path / "meta.json").write_text(json.dumps(meta, indent=2))
+        return meta
+
+    def retriever(self, num_results: int = 1000, ncells: int = 4, ndocs: int = 4096) -> LateInteractionRetriever:
+        return LateInteractionRetriever(self, num_results=num_results, ncells=ncells, ndocs=ndocs)
+
+
+class LateInteractionRetriever(pt.Transformer):
+    def __init__(self, index: LateInteractionIndex, num_results: int, ncells: int, ndocs: int):
+        meta = index.meta
+        self.num_results, self.ncells, self.ndocs = num_results, ncells, ndocs
+        self.docnos = np.array((index.path / "docnos.txt").read_text().split("\n")[:-1], dtype=object)
+        self.offsets = np.load(index.path / "offsets.npy")
+        self.tokens = np.memmap(index.path / "tokens.f16", dtype=np.float16, mode="r",
+                                shape=(meta["tokens"], meta["dim"]))
+        self.centroids = np.load(index.path / "centroids.npy")
+        assign = np.load(index.path / "assign.npy")
+        order = np.argsort(assign, kind="stable")  # inverted lists: centroid -> token ids -> doc ids
+        self.ivf_tokens = order
+        self.ivf_bounds = np.searchsorted(assign[order], np.arange(len(self.centroids) + 1))
+        self.token_doc = np.repeat(np.arange(len(self.offsets) - 1), np.diff(self.offsets))
+
+    def candidates(self, q: np.ndarray) -> np.ndarray:
+        cells = np.argsort(-(q @ self.centroids.T), axis=1)[:, : self.ncells]
+        toks = [self.ivf_tokens[self.ivf_bounds[c]:self.ivf_bounds[c + 1]] for c in np.unique(cells)]
+        docs = np.unique(self.token_doc[np.concatenate(toks)]) if toks else np.zeros(0, dtype=np.int64)
+        return docs
+
+    def maxsim(self, q: np.ndarray, docs: np.ndarray) -> np.ndarray:
+        scores = np.empty(len(docs), dtype=np.float32)
+        for j, d in enumerate(docs):
+            dv = np.asarray(self.tokens[self.offsets[d]:self.offsets[d + 1]], dtype=np.float32)
+            scores[j] = (q @ dv.T).max(axis=1).sum() if len(dv) else 0.0
+        return scores
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        cols = [c for c in inp.columns if c != "query_embs"]
+        rows = []
+        for _, row in inp.iterrows():
+            q = np.asarray(row["query_embs"], dtype=np.float32)
+            docs = self.candidates(q)
+            scores = self.maxsim(q, docs)
+            top = np.argsort(-scores, kind="stable")[: self.num_results]
+            base = {c: row[c] for c in cols}
+            for rank, j in enumerate(top):
+                rows.append({**base, "docno": self.docnos[docs[j]], "docid": int(docs[j]),
+                             "score": float(scores[j]), "rank": rank})
+        return pd.DataFrame(rows, columns=cols + ["docno", "docid", "score", "rank"])
+
+    def __repr__(self) -> str:
+        return f"LateInteractionRetriever(ncells={self.ncells}, num_results={self.num_results})"

@@ -1,0 +1,165 @@
+"""Text generation for expansion retrievers (query2doc, HyDE): batched, deterministic, cached.
+
+Every generation is keyed by (model id, revision, resolved weights, prompt template, decoding settings, input),
+so a second run of the same grid makes no model calls, while a changed prompt or model regenerates. The time
+the model took is stored with each output and counted in query latency even when served from the cache
+(the paper's code leaves generation time out of latency; we do not).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import pyterrier as pt
+
+from irgrid import settings
+from irgrid._util import config_hash
+from irgrid.prompts import Decoding, Prompt
+
+
+@functools.cache
+def _load_causal_lm(location: str, revision: str | None, device: str | None):
+    """One model per process (shared by query2doc and HyDE when they use the same generator)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    kwargs = {"revision": revision} if revision else {}
+    tokenizer = AutoTokenizer.from_pretrained(location, **kwargs)
+    tokenizer.padding_side = "left"  # batched generation continues every prompt at the same position
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = torch.bfloat16 if dev.startswith("cuda") else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(location, dtype=dtype, **kwargs).to(dev).eval()
+    return tokenizer, model
+
+
+@dataclass
+class GenerationStats:
+    calls: int = 0  # prompts sent to the model
+    hits: int = 0  # prompts served from the cache
+    model_seconds: float = 0.0
+    cached_seconds: float = 0.0  # model time originally spent on the cached outputs
+
+    def record(self) -> dict[str, Any]:
+        return {"calls": self.calls, "cache_hits": self.hits, "model_seconds": round(self.model_seconds, 3),
+                "cached_model_seconds": round(self.cached_seconds, 3)}
+
+
+@dataclass
+class Generator:
+    """A causal LM behind a persistent cache. `resolved` is an `irgrid.models.Resolved`."""
+
+    resolved: Any
+    prompt: Prompt
+    decoding: Decoding = field(default_factory=Decoding)
+    device: str | None = None
+    stats: GenerationStats = field(default_factory=GenerationStats)
+
+    def key(self) -> str:
+        return config_hash({"model": self.resolved.ref.config(), "prompt": self.prompt.config(),
+                            "decoding": self.decoding.config()})
+
+    @functools.cached_property
+    def _db(self) -> sqlite3.Connection:
+        path = settings.cache_root() / "generations" / f"{self.resolved.ref.id.replace('/', '--')}.sqlite"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(str(path), check_same_thread=False, timeout=60)
+        db.execute("CREATE TABLE IF NOT EXISTS gen (k TEXT PRIMARY KEY, output TEXT, seconds REAL, meta TEXT)")
+        return db
+
+    _lock = threading.Lock()
+
+    def _item_key(self, text: str) -> str:
+        return hashlib.sha256(f"{self.key()}\x00{text}".encode()).hexdigest()
+
+    def generate(self, inputs: Sequence[str]) -> list[str]:
+        keys = [self._item_key(t) for t in inputs]
+        found: dict[str, tuple[str, float]] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start: start + 500]
+            rows = self._db.execute(f"SELECT k, output, seconds FROM gen WHERE k IN ({','.join('?' * len(chunk))})",
+                                    chunk).fetchall()
+            found.update({k: (o, s) for k, o, s in rows})
+        missing = list(dict.fromkeys(t for t, k in zip(inputs, keys) if k not in found))
+        for k in keys:
+            if k in found:
+                self.stats.hits += 1
+                self.stats.cached_seconds += found[k][1]
+        for start in range(0, len(missing), self.decoding.batch_size):
+            batch = missing[start: start + self.decoding.batch_size]
+            t0 = time.perf_counter()
+            outputs = self._generate_batch(batch)
+            per_item = (time.perf_counter() - t0) / len(batch)
+            self.stats.calls += len(batch)
+            self.stats.model_seconds += per_item * len(batch)
+            meta = json.dumps({"model": str(self.resolved.ref), "source": self.resolved.source})
+            with self._lock, self._db:
+                self._db.executemany("INSERT OR REPLACE INTO gen VALUES (?, ?, ?, ?)",
+                                     [(self._item_key(t), o, per_item, meta) for t, o in zip(batch, outputs)])
+            found.update({self._item_key(t): (o, per_item) for t, o in zip(batch, outputs)})
+        return [found[k][0] for k in keys]
+
+    def _generate_batch(self, texts: list[str]) -> list[str]:
+        import torch
+
+        tokenizer, model = _load_causal_lm(self.resolved.location, self.resolved.kwargs().get("revision"),
+                                           self.device)
+        prompts = []
+        for text in texts:
+            messages = ([{"role": "system", "content": self.prompt.system}] if self.prompt.system else [])
+            messages.append({"role": "user", "content": self.prompt.render(text)})
+            if tokenizer.chat_template:
+                prompts.append(tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+            else:  # base models (and tiny stand-ins) have no chat template: plain text prompt
+                prompts.append("\n".join(m["content"] for m in messages) + "\n")
+        enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+        torch.manual_seed(self.decoding.seed)
+        with torch.inference_mode():
+            out = model.generate(**enc, max_new_tokens=self.decoding.max_new_tokens, do_sample=False,
+                                 pad_token_id=tokenizer.pad_token_id)
+        return [tokenizer.decode(o[enc["input_ids"].shape[1]:], skip_special_tokens=True).strip() for o in out]
+
+
+class Expand(pt.Transformer):
+    """Query expansion as a PyTerrier prefix: keeps the original in `query_0`, as PyTerrier's rewriters do.
+
+    `mode='query2doc'`: query repeated `repeats` times, then the generated passage (Wang et al., 2023, sparse);
+    `mode='column'`: the generation goes to `out_column` (HyDE encodes it next to the query).
+    """
+
+    def __init__(self, generator: Generator, mode: str = "query2doc", repeats: int = 5, out_column: str = "gen_doc"):
+        self.generator, self.mode, self.repeats, self.out_column = generator, mode, repeats, out_column
+
+    def __repr__(self) -> str:
+        return f"Expand({self.generator.resolved.ref}, mode={self.mode!r}, key={self.generator.key()})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Expand) and repr(other) == repr(self)
+
+    def __hash__(self) -> int:
+        return hash(repr(self))
+
+    def latency_seconds(self) -> float:
+        """Generation time of cached outputs, to be added to measured latency (see module docstring)."""
+        return self.generator.stats.cached_seconds
+
+    def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
+        if len(topics) == 0:
+            return topics.assign(**({"query_0": pd.Series(dtype=str)} if self.mode == "query2doc"
+                                    else {self.out_column: pd.Series(dtype=str)}))
+        generated = self.generator.generate(topics["query"].tolist())
+        if self.mode == "query2doc":
+            out = pt.model.push_queries(topics, keep_original=False, inplace=False)
+            out["query"] = [" ".join([q] * self.repeats + [g]) for q, g in zip(topics["query"], generated)]
+            return out
+        return topics.assign(**{self.out_column: generated})

@@ -1,0 +1,218 @@
+"""QA measures: multiple-choice accuracy, open-ended ROUGE-L / BLEU-4 / BERTScore-F1 and an AUTOMATIC key-point
+coverage, plus bootstrap confidence intervals and paired tests between settings.
+
+Key-point coverage here is automatic, not the paper's protocol (human judges decide, for each gold key point,
+whether the answer entails it). Two automatic judges are offered:
+* `embedding` (default offline): a key point counts as covered when its cosine similarity to some sentence of
+  the answer reaches a threshold, with a sentence-embedding model (all-MiniLM-L6-v2 ships offline). A proxy for
+  entailment: paraphrases pass, negations and wrong numbers can pass too.
+* `judge`: a reader (any entry; an NLI-capable or larger model where one is available) is asked, per key point,
+  whether the answer states it, and "yes" counts as covered.
+No NLI model can be had offline here, hence the two proxies; results are labelled with the judge used.
+
+BERTScore-F1 follows Zhang et al. (2020) with idf off and no baseline rescaling: greedy cosine matching of
+contextual token embeddings (special tokens excluded) from a configurable encoder layer (default: last). The
+paper does not name its BERTScore model; offline we use all-MiniLM-L6-v2, so values are not comparable to
+numbers from roberta-large.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+def accuracy(pred: str | None, gold: str) -> float:
+    return float(pred is not None and pred == gold)
+
+
+@functools.cache
+def _rouge():
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+
+
+def rouge_l(pred: str, ref: str) -> float:
+    """ROUGE-L F-measure (Google's rouge_score, Porter stemming)."""
+    return float(_rouge().score(ref, pred or "")["rougeL"].fmeasure)
+
+
+def bleu4(pred: str, ref: str) -> float:
+    """Sentence BLEU-4 (uniform weights, NLTK smoothing method 1) on lowercased word/punctuation tokens."""
+    from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+
+    hyp, refs = _TOKEN.findall((pred or "").lower()), [_TOKEN.findall(ref.lower())]
+    if not hyp:
+        return 0.0
+    return float(sentence_bleu(refs, hyp, weights=(0.25, 0.25, 0.25, 0.25),
+                               smoothing_function=SmoothingFunction().method1))
+
+
+class BERTScore:
+    """BERTScore-F1 with any local encoder folder (AutoModel); idf off, no rescaling."""
+
+    def __init__(self, location: str, layer: int | None = None, max_length: int = 256, device: str | None = None,
+                 batch_size: int = 16):
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        self.torch = torch
+        self.tokenizer = AutoTokenizer.from_pretrained(location)
+        self.model = AutoModel.from_pretrained(location).eval()
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.model.to(self.device)
+        self.layer = layer
+        self.max_length = max_length
+        self.batch_size = batch_size
+
+    def _embed(self, texts: list[str]) -> list[Any]:
+        torch = self.torch
+        out = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = self.tokenizer(texts[start:start + self.batch_size], return_tensors="pt", padding=True,
+                                   truncation=True, max_length=self.max_length,
+                                   return_special_tokens_mask=True)
+            special = batch.pop("special_tokens_mask")
+            batch = {k: v.to(self.device) for k, v in batch.items()}
+            with torch.no_grad():
+                hidden = self.model(**batch, output_hidden_states=True).hidden_states
+            states = hidden[-1 if self.layer is None else self.layer]
+            keep = batch["attention_mask"].bool() & ~special.to(self.device).bool()
+            for i in range(states.shape[0]):
+                vecs = states[i][keep[i]]
+                out.append(torch.nn.functional.normalize(vecs, dim=-1))
+        return out
+
+    def f1(self, preds: Sequence[str], refs: Sequence[str]) -> list[float]:
+        cands, gold = self._embed([p or "" for p in preds]), self._embed(list(refs))
+        scores = []
+        for c, r in zip(cands, gold):
+            if len(c) == 0 or len(r) == 0:
+                scores.append(0.0)
+                continue
+            sim = c @ r.T
+            precision, recall = sim.max(dim=1).values.mean().item(), sim.max(dim=0).values.mean().item()
+            scores.append(0.0 if precision + recall <= 0 else 2 * precision * recall / (precision + recall))
+        return scores
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text or "") if s.strip()]
+
+
+class EmbeddingCoverage:
+    """Automatic key-point coverage: a key point is covered when max cosine(key point, answer sentence) >=
+    threshold (sentence-transformers model). Returns the covered share per item and the per-point decisions."""
+
+    method = "embedding"
+
+    def __init__(self, location: str, threshold: float = 0.6, device: str | None = None):
+        from sentence_transformers import SentenceTransformer
+
+        self.model = SentenceTransformer(location, device=device)
+        self.threshold = threshold
+
+    def decisions(self, answer: str, key_points: Sequence[str]) -> list[bool]:
+        sents = sentences(answer)
+        if not sents or not key_points:
+            return [False] * len(key_points)
+        kp = self.model.encode(list(key_points), normalize_embeddings=True)
+        an = self.model.encode(sents, normalize_embeddings=True)
+        return [bool(v >= self.threshold) for v in (kp @ an.T).max(axis=1)]
+
+
+class JudgeCoverage:
+    """Automatic key-point coverage by a judge model: one yes/no question per key point, greedy decoding."""
+
+    method = "judge"
+    PROMPT = ("Answer: {answer}\n\nFact: {point}\n\nDoes the answer state the fact (in any wording)? "
+              "Reply with yes or no.\nReply:")
+
+    def __init__(self, generate: Callable[[list[str]], list[str]]):
+        self.generate = generate
+
+    def decisions(self, answer: str, key_points: Sequence[str]) -> list[bool]:
+        if not answer or not key_points:
+            return [False] * len(key_points)
+        replies = self.generate([self.PROMPT.format(answer=answer, point=p) for p in key_points])
+        return [r.strip().lower().startswith("yes") for r in replies]
+
+
+def coverage(decisions: Sequence[bool]) -> float:
+    return float(np.mean(decisions)) if len(decisions) else 0.0
+
+
+# -- statistics ---------------------------------------------------------------------------------------------------
+def bootstrap_ci(values: Sequence[float], samples: int = 1000, seed: int = 0, alpha: float = 0.05
+                 ) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean (items resampled with replacement, fixed seed)."""
+    v = np.asarray(values, dtype=float)
+    if len(v) == 0:
+        return (float("nan"), float("nan"))
+    if len(v) == 1 or np.all(v == v[0]):
+        return (float(v[0]), float(v[0]))
+    rng = np.random.default_rng(seed)
+    means = v[rng.integers(0, len(v), size=(samples, len(v)))].mean(axis=1)
+    return (float(np.quantile(means, alpha / 2)), float(np.quantile(means, 1 - alpha / 2)))
+
+
+def mcnemar_exact(a: Sequence[float], b: Sequence[float]) -> float:
+    """Exact McNemar p-value for paired binary outcomes (two-sided binomial test on the discordant pairs)."""
+    from scipy.stats import binomtest
+
+    a, b = np.asarray(a) > 0.5, np.asarray(b) > 0.5
+    n01, n10 = int(np.sum(~a & b)), int(np.sum(a & ~b))
+    if n01 + n10 == 0:
+        return 1.0
+    return float(binomtest(n01, n01 + n10, 0.5).pvalue)
+
+
+def paired_p(a: Sequence[float], b: Sequence[float], test: str, binary: bool) -> float | None:
+    """p-value of a paired test between two settings on the same items (None when undefined)."""
+    if len(a) != len(b) or len(a) < 2:
+        return None
+    if binary:
+        return mcnemar_exact(a, b)
+    from scipy import stats
+
+    diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if np.allclose(diff, 0):
+        return 1.0
+    if test == "wilcoxon":
+        return float(stats.wilcoxon(a, b).pvalue)
+    return float(stats.ttest_rel(a, b).pvalue)
+
+
+def correct(pvalues: Sequence[float | None], method: str | None) -> list[float | None]:
+    """Multiple-testing correction over one family (statsmodels names); None entries stay None."""
+    if not method:
+        return list(pvalues)
+    from statsmodels.stats.multitest import multipletests
+
+    idx = [i for i, p in enumerate(pvalues) if p is not None and not np.isnan(p)]
+    out: list[float | None] = list(pvalues)
+    if idx:
+        adjusted = multipletests([pvalues[i] for i in idx], method=method)[1]
+        for i, p in zip(idx, adjusted):
+            out[i] = float(p)
+    return out
+
+
+def summarize(df: pd.DataFrame, value: str, by: list[str], samples: int, seed: int) -> pd.DataFrame:
+    """Mean, bootstrap CI and n of `value` per group."""
+    rows = []
+    for key, g in df.groupby(by, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        lo, hi = bootstrap_ci(g[value].to_numpy(), samples, seed)
+        rows.append({**dict(zip(by, key)), "value": float(g[value].mean()), "ci_low": lo, "ci_high": hi,
+                     "n": int(len(g))})
+    return pd.DataFrame(rows)

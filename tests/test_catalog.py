@@ -1,0 +1,195 @@
+"""The paper's dataset catalog (Section 3.2, Table A.2): every dataset resolves offline, counts are pinned against
+Table A.2, ir_datasets' own metadata (shipped with the package) and, where staged, the data itself."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from irgrid import datasets
+from irgrid.datasets import BEIR_PAPER, CQADUPSTACK_FORUMS, FOLLOWIR_PAPER, LOTTE_PAPER
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+TOPICS_QRELS = SHARED / "topics-qrels"
+PAPER = (["msmarco-passage/dev/small", "msmarco-passage/trec-dl-2019/judged", "msmarco-passage/trec-dl-2020/judged"]
+         + [d for members in BEIR_PAPER.values() for d in members] + list(LOTTE_PAPER) + ["instructir"]
+         + list(FOLLOWIR_PAPER))
+
+
+@pytest.fixture(scope="module")
+def metadata() -> dict:
+    import ir_datasets
+
+    return json.loads((Path(ir_datasets.__file__).parent / "etc" / "metadata.json").read_text())
+
+
+def _count(meta: dict, irds_id: str, kind: str) -> int | None:
+    entry = meta.get(irds_id, {}).get(kind)
+    while entry and "_ref" in entry:
+        entry = meta.get(entry["_ref"], {}).get(kind)
+    return entry.get("count") if entry else None
+
+
+def test_every_paper_dataset_resolves_offline_with_its_policies():
+    groups = {}
+    for name in PAPER:
+        ds = datasets.get(name)
+        groups[name] = ds.group
+        assert ds.measures, name
+    assert len(BEIR_PAPER) == 14 and len(PAPER) == 3 + 13 + 12 + 2 + 1 + 3  # CQADupStack as its 12 forums
+    assert {groups[n] for n in PAPER} == {"msmarco", "beir", "lotte", "instructir", "followir"}
+    assert datasets.get("msmarco-passage/dev/small").measures == ("RR@10", "R@1000")
+    assert datasets.get("msmarco-passage/dev/small").fields == ("text",)  # MS MARCO has no titles
+    assert datasets.get("beir/trec-covid/test").fields == ("title", "text")  # title prepended
+    assert datasets.get("lotte/pooled/test/forum").measures == ("Success@5",)
+    assert datasets.get("instructir").query_fields == ("text", "instruction")  # instruction appended
+    assert datasets.get("instructir").measures == ("nDCG@10", "Robustness@10")
+    assert datasets.get("followir/news21").measures == ("og:nDCG@5", "p-MRR")
+    assert datasets.get("followir/robust04").measures == datasets.get("followir/core17").measures == (
+        "og:AP@1000", "p-MRR")
+    self_matches = {d.name for d in datasets.catalog() if d.drop_self_matches}
+    assert {"beir/arguana/test", "beir/quora/test"} <= self_matches
+    assert not self_matches & {n for n in PAPER if "arguana" not in n and "quora" not in n}
+    # Touché v2, and test sets that ir_datasets names without a split resolve to its ids
+    assert datasets.get("beir/webis-touche2020/v2").irds_id == "beir/webis-touche2020/v2"
+    assert datasets.get("beir/arguana/test").irds_id == "beir/arguana"
+    assert datasets.get("beir/arguana/test").corpus_dataset().name == "beir/arguana"
+
+
+def test_counts_match_ir_datasets_metadata(metadata):
+    checked = 0
+    for name in PAPER:
+        ds = datasets.get(name)
+        if ds.group in ("instructir", "followir"):
+            continue  # not in ir_datasets
+        assert ds.counts.queries is not None or ds.name.startswith("beir/cqadupstack/"), name
+        if ds.counts.queries is not None:
+            assert _count(metadata, ds.irds_id, "queries") == ds.counts.queries, name
+            assert _count(metadata, ds.corpus_dataset().irds_id, "docs") == ds.counts.docs, name
+            checked += 1
+    assert checked == 3 + 13 + 2
+    forums = [f"beir/cqadupstack/{f}" for f in CQADUPSTACK_FORUMS]  # Table A.2: totals over the 12 forums
+    assert sum(_count(metadata, f, "queries") for f in forums) == 13_145
+    assert sum(_count(metadata, f, "docs") for f in forums) == 457_199
+
+
+def test_counts_match_table_a2():
+    table = {  # Table A.2 (#queries, #documents)
+        "msmarco-passage/dev/small": (6_980, 8_841_823), "msmarco-passage/trec-dl-2019/judged": (43, 8_841_823),
+        "msmarco-passage/trec-dl-2020/judged": (54, 8_841_823), "beir/trec-covid/test": (50, 171_332),
+        "beir/nfcorpus/test": (323, 3_633), "beir/nq/test": (3_452, 2_681_468),
+        "beir/hotpotqa/test": (7_405, 5_233_329), "beir/fiqa/test": (648, 57_638),
+        "beir/arguana/test": (1_406, 8_674), "beir/webis-touche2020/v2": (49, 382_545),
+        "beir/quora/test": (10_000, 522_931), "beir/dbpedia-entity/test": (400, 4_635_922),
+        "beir/scidocs/test": (1_000, 25_657), "beir/fever/test": (6_666, 5_416_568),
+        "beir/climate-fever/test": (1_535, 5_416_535), "beir/scifact/test": (300, 5_183),
+        "lotte/pooled/test/search": (3_869, 2_819_103), "lotte/pooled/test/forum": (10_025, 2_819_103),
+        "instructir": (9_906, 16_072), "followir/news21": (32, 30_900), "followir/core17": (20, 19_900),
+        "followir/robust04": (52, 47_500),
+    }
+    for name, (queries, docs) in table.items():
+        counts = datasets.get(name).counts
+        assert counts.queries == queries, name
+        if name == "beir/climate-fever/test":  # Table A.2 copies the BEIR paper; the corpus has 58 more
+            assert counts.docs == 5_416_593 and "5,416,535" in Path(datasets.__file__).read_text()
+        else:
+            assert counts.docs == docs, name
+
+
+def _staged_topics(name: str) -> list[str]:
+    with gzip.open(TOPICS_QRELS / "topics" / f"topics.beir-v1.0.0-{name}.test.tsv.gz", "rt") as f:
+        return [row[0] for row in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE) if row]
+
+
+def _staged_qrels(name: str) -> list[list[str]]:
+    lines = (TOPICS_QRELS / "qrels" / f"qrels.beir-v1.0.0-{name}.test.txt").read_text().splitlines()
+    return [line.split() for line in lines if line.strip()]
+
+
+def test_beir_counts_match_staged_topics_and_qrels(metadata):
+    """All 14 BEIR sets (CQADupStack's 12 forums each): the staged Anserini topics and qrels."""
+    for column, members in BEIR_PAPER.items():
+        for name in members:
+            ds = datasets.get(name)
+            staged = column if column != "cqadupstack" else "cqadupstack-" + name.rsplit("/", 1)[1]
+            topics, qrels = _staged_topics(staged), _staged_qrels(staged)
+            assert len(topics) == len(set(topics)) == _count(metadata, ds.irds_id, "queries"), name
+            if ds.counts.queries is not None:
+                assert len(topics) == ds.counts.queries, name
+            assert {q[0] for q in qrels} == set(topics), name  # every query judged
+            expected = _count(metadata, ds.irds_id, "qrels")
+            if column == "webis-touche2020":  # Anserini keeps the 932 positive judgments of v2's 2,214
+                labels = metadata[ds.irds_id]["qrels"]["fields"]["relevance"]["counts_by_value"]
+                expected = labels["1"] + labels["2"]
+            elif column == "trec-covid":  # Anserini drops v1's two judgments labelled -1
+                expected -= metadata[ds.irds_id]["qrels"]["fields"]["relevance"]["counts_by_value"]["-1"]
+            assert len(qrels) == expected, name
+
+
+def test_msmarco_and_trec_dl_staged_counts():
+    for name, queries, qrels in (("msmarco-passage/dev/small", 6_980, 7_437),
+                                 ("msmarco-passage/trec-dl-2019/judged", 43, 9_260),
+                                 ("msmarco-passage/trec-dl-2020/judged", 54, 11_386)):
+        ds = datasets.get(name)
+        topics, judged = ds.topics(), ds.qrels()
+        assert len(judged) == qrels, name
+        assert topics["qid"].nunique() == len(topics) == queries == ds.counts.queries, name
+        assert set(judged["qid"]) >= set(topics["qid"]), name
+
+
+def test_instructir_through_ir_datasets_and_pyterrier():
+    import ir_datasets
+    import pyterrier as pt
+
+    ds = datasets.get("instructir")
+    topics, qrels = ds.topics(), ds.qrels()
+    assert len(topics) == 9_906 == ds.counts.queries and len(qrels) == 9_906 == ds.counts.qrels
+    assert topics["qid"].map(lambda q: q.rsplit("_", 1)[0]).nunique() == 1_267  # base MS MARCO queries
+    first = topics.iloc[0]
+    assert first["qid"] == "1078446_1" and first["query"].startswith("wine cabinets definition I am an interior")
+    assert set(qrels["qid"]) == set(topics["qid"])
+    assert "instructir" in ir_datasets.registry  # registered: the same interface as any other dataset
+    assert len(pt.get_dataset("irds:instructir").get_qrels()) == 9_906
+    with pytest.raises(datasets.DatasetError, match="InstructIR corpus is not staged.*corpus.jsonl"):
+        next(ds.docs())
+
+
+def test_followir_is_declared_but_not_staged():
+    ds = datasets.get("followir/core17")
+    with pytest.raises(datasets.DatasetError, match="FollowIR's core17 split is not staged.*queries.jsonl"):
+        ds.topics()
+    with pytest.raises(datasets.DatasetError, match="not staged.*corpus.jsonl"):
+        next(ds.docs())
+
+
+def test_core17_staged_qrels_match_ir_datasets(metadata):
+    """FollowIR's Core17 is built on TREC Core 2017 (ir_datasets: nyt/trec-core-2017), whose qrels are staged."""
+    lines = [line.split() for line in (TOPICS_QRELS / "qrels" / "qrels.core17.txt").read_text().splitlines() if line]
+    assert len(lines) == _count(metadata, "nyt/trec-core-2017", "qrels") == 30_030
+    topics = {line[0] for line in lines}
+    assert len(topics) == _count(metadata, "nyt/trec-core-2017", "queries") == 50
+    assert datasets.get("followir/core17").counts.queries <= len(topics)
+
+
+def test_cli_lists_the_catalog_as_csv():
+    env = dict(os.environ)
+    out = subprocess.run([sys.executable, "-m", "irgrid.cli", "datasets", "--format", "csv"], capture_output=True,
+                         text=True, check=True, env=env, timeout=120).stdout
+    rows = {r["id"]: r for r in csv.DictReader(io.StringIO(out))}
+    assert set(PAPER) <= set(rows)
+    assert list(next(iter(rows.values()))) == ["id", "group", "measures", "policies", "queries", "docs",
+                                               "counts_source", "ir_datasets", "corpus"]
+    assert rows["beir/arguana/test"]["policies"] == "fields=title+text drop_self_matches"
+    assert rows["instructir"]["measures"] == "nDCG@10 Robustness@10"
+    assert rows["msmarco-passage/dev/small"]["queries"] == "6980"
+    table = subprocess.run([sys.executable, "-m", "irgrid.cli", "datasets", "--group", "lotte"],
+                           capture_output=True, text=True, check=True, env=env, timeout=120).stdout
+    assert "lotte/pooled/test/search" in table and "beir/" not in table

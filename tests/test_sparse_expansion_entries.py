@@ -1,0 +1,85 @@
+"""Learned-sparse and expansion entries end to end (index + retrieve + evaluate) on a real collection, with tiny
+random-weight models of each checkpoint's real architecture (no real weights of these are reachable offline)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from conftest import write_scifact_slice
+
+from irgrid import grid
+from irgrid.experiment import from_dict
+
+ENTRIES = ["splade-v3", "unicoil", "sparta", "deepct", "doct5query", "query2doc", "hyde"]
+
+
+@pytest.fixture(scope="module")
+def tiny_grid(tmp_path_factory):
+    from irgrid.store import Store
+
+    root = tmp_path_factory.mktemp("tiny-sparse")
+    files = write_scifact_slice(root, n_queries=8, n_docs=60)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("IRGRID_TINY_MODELS", "1")
+    spec = from_dict({
+        "collections": [{"name": "scifact-slice-60", **files}],
+        "datasets": ["scifact-slice-60"], "retrievers": ["bm25-pisa", *ENTRIES],
+        "measures": ["nDCG@10", "R@100"], "latency_sample": 2,
+    }, source=str(root / "exp.yaml"))
+    store = Store(root / "cache")
+    results = grid.run(spec, out=root / "out", store=store, fail_fast=True)
+    yield results, root, store, spec
+    mp.undo()
+
+
+@pytest.mark.parametrize("name", ENTRIES)
+def test_entry_runs_end_to_end(tiny_grid, name):
+    results, root, _, _ = tiny_grid
+    value = results.set_index(["system", "measure"])["value"]
+    assert 0 <= value[name, "nDCG@10"] <= 1 and 0 <= value[name, "R@100"] <= 1
+    run = pd.read_csv(root / "out" / "runs" / "scifact-slice-60" / f"{name}.res.gz", sep=" ", header=None)
+    assert run[0].nunique() == 8  # every query got a ranking
+    manifest = json.loads((root / "out" / "manifest.json").read_text())
+    sources = {m["source"] for m in manifest["retrievers"][name]["models"].values()}
+    assert sources == {"tiny"}  # never mistaken for real checkpoints
+
+
+def test_expansions_keep_the_original_query_and_share_indexes(tiny_grid):
+    import irgrid
+    from irgrid.store import Store
+
+    _, root, store, spec = tiny_grid
+    dataset = spec.datasets[0]
+    q2d = irgrid.retriever("query2doc")
+    assert q2d.index == irgrid.retriever("bm25").index  # query2doc searches the very bm25 index
+    assert store.index_dir(q2d.index, dataset) == store.index_dir(irgrid.retriever("bm25").index, dataset)
+    assert irgrid.retriever("hyde").index == irgrid.retriever("contriever").index
+    pipeline = grid.build_pipeline(q2d, dataset, store=Store(store.root))
+    out = pipeline.search("vitamin D deficiency and bone density")
+    assert (out["query_0"] == "vitamin D deficiency and bone density").all()
+    assert out["query"].iloc[0].startswith("vitamin D deficiency and bone density " * 4)
+
+
+def test_document_stages_are_cached_once(tiny_grid):
+    _, _, store, _ = tiny_grid
+    stages = sorted(p.name.split("-")[0] for p in (store.root / "stages").rglob("*.jsonl.gz"))
+    assert stages == ["deepct", "doct5query", "sparta", "splade", "unicoil"]
+    first = next((store.root / "stages").rglob("splade-v3-weights-*.jsonl.gz"))
+    records = list(store.read_stage(first))
+    assert len(records) == 60 and set(records[0]) == {"docno", "toks"}
+    assert all(len(r["toks"]) <= 512 and all(isinstance(w, int) and w > 0 for w in r["toks"].values())
+               for r in records)  # ×100, rounded, pruned to the top 512 terms
+
+
+def test_generator_and_encoder_are_options(tiny_grid):
+    import irgrid
+
+    hyde = irgrid.retriever("hyde").with_options(generator="HuggingFaceTB/SmolLM2-135M-Instruct",
+                                                 encoder="all-minilm-l6-v2")
+    assert hyde.models["generator"].id == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    assert hyde.index == irgrid.retriever("all-minilm-l6-v2").index and hyde.options["encoder"] == "all-minilm-l6-v2"
+    assert hyde.key() != irgrid.retriever("hyde").key()
+    with pytest.raises(ValueError, match="takes 'org/name"):
+        irgrid.retriever("query2doc").with_options(generator="smollm")
