@@ -44,7 +44,8 @@ lint: install
 
 bench: install
 	$(BIN)/python benchmarks/bm25_latency.py
-	$(BIN)/python benchmarks/dense_encoding.py
+	$(BIN)/python benchmarks/encode.py
+	$(BIN)/python benchmarks/search.py
 
 clean:
 	rm -rf results .cache

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 import irgrid
+import irgrid.experiment
 from irgrid import grid
 from irgrid.experiment import from_dict
 
@@ -184,3 +185,24 @@ def test_plan_lists_every_cell_with_status_and_estimates(vaswani_first, tmp_path
     assert fresh[0]["est_seconds"] is not None and fresh[0]["est_seconds"] < 60  # from the measured ms/query
     empty = grid.plan(from_dict(SPARSE), Store(tmp_path))
     assert [r["status"] for r in empty] == ["to run", "to run"] and empty[0]["est_seconds"] is None
+
+
+def test_paper_grid_dry_run_lists_every_cell(tmp_path):
+    """33 retrievers × the paper's 34 evaluated datasets, each cell cached / to run / unresolvable with a reason."""
+    proc = subprocess.run([sys.executable, "-m", "irgrid.cli", "run", "experiments/paper.yaml", "--dry-run",
+                           "--cache", str(tmp_path)], capture_output=True, text=True, timeout=600,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    spec = irgrid.experiment.load(Path(__file__).resolve().parent.parent / "experiments" / "paper.yaml")
+    assert len(spec.retrievers) == 33 and len(spec.datasets) == 34
+    assert {r.paper_name for r in spec.retrievers} >= {"BM25", "SPLADE-v3", "NV-Embed-v2", "ColBERTv2", "HyDE"}
+    lines = [line for line in proc.stdout.splitlines() if line.split()[:1] and line.split()[0] in
+             {d.name for d in spec.datasets}]
+    assert len(lines) == 33 * 34
+    # offline here: of the paper's corpora only SciFact is staged, and only BM25 needs no weights
+    assert "1122 cells: 0 cached, 1 to run" in proc.stdout and "1121 unresolvable offline" in proc.stdout
+    assert [line.split()[:2] for line in lines if "to run" in line] == [["beir/scifact/test", "bm25"]]
+    bm25_msmarco = next(line for line in lines if line.split()[:2] == ["msmarco-passage/dev/small", "bm25"])
+    assert "unresolvable" in bm25_msmarco and "data: documents not staged" in bm25_msmarco
+    nv = next(line for line in lines if line.split()[:2] == ["beir/scifact/test", "nv-embed-v2"])
+    assert "nvidia/NV-Embed-v2" in nv and "not available offline" in nv

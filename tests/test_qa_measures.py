@@ -14,6 +14,11 @@ REAL_OUTPUTS = [
     ("C. It provides detailed scientific explanations of", "C"),
     ("A. 150 m/", "A"),
     ("A. Once every two years on average", "A"),
+    ("B. Establish a forum for", "B"),
+    ("B. 20%", "B"),
+    ("B", "B"),
+    ("C. Indirect transmission via", "C"),
+    ("A. Payment is based on", "A"),
 ]
 
 

@@ -133,6 +133,42 @@ class Dataset:
     def docs_count(self) -> int:
         return _irds_load(self.corpus_dataset()).docs_count()
 
+    def docs_available(self) -> tuple[bool, str]:
+        """Whether the documents are on this machine, without downloading anything (for grid plans).
+
+        ir_datasets has no uniform "is it downloaded?" query, so: a local loader's files, a handler's
+        `docs_path`, else any non-empty file under the corpus's folder of the ir_datasets home.
+        """
+        corpus = self.corpus_dataset()
+        try:
+            ds = _irds_load(corpus)
+        except Exception as e:  # a loader whose staged files are missing says so when built
+            return False, str(e)
+        if not ds.has_docs():
+            return False, f"{corpus.irds_id} has no documents in ir_datasets"
+        if corpus.files or corpus.loader is not None:  # local files: reading one document is cheap and safe
+            try:
+                next(iter(ds.docs_iter()), None)
+                return True, ""
+            except Exception as e:
+                return False, str(e)
+        handler = ds.docs_handler()
+        if hasattr(handler, "docs_path"):
+            try:
+                path = Path(handler.docs_path(force=False))
+            except Exception:  # some handlers compute the path by downloading metadata first
+                path = None
+            if path is not None:
+                return (True, "") if path.exists() else (False, f"documents not staged: {path} is missing")
+        folder = settings.irds_home() / corpus.irds_id.split("/")[0]
+        for part in corpus.irds_id.split("/")[1:]:
+            if (folder / part).is_dir():
+                folder = folder / part
+        marker = "irds_version.txt"  # ir_datasets writes this into every folder it touches, downloaded or not
+        if folder.is_dir() and any(p.is_file() and p.name != marker and p.stat().st_size > 0 for p in folder.rglob("*")):
+            return True, ""
+        return False, f"documents of {corpus.irds_id} are not staged under {settings.irds_home()}"
+
     def docs(self) -> Iterator[dict[str, str]]:
         """Documents as {'docno', 'text'} with the configured fields joined ("flat", as in the paper)."""
         ds = _irds_load(self.corpus_dataset())

@@ -179,7 +179,7 @@ class LateInteractionIndex:
         np.save(self.path / "centroids.npy", centroids)
         np.save(self.path / "assign.npy", assign)
         meta = {"docs": len(lengths), "tokens": total, "dim": dim, "centroids": n_centroids,
-                "kmeans_niter": kmeans_niter, "dtype": "fp16"}
+                "kmeans_niter": kmeans_niter, "storage_dtype": "fp16"}
         (self.path / "meta.json").write_text(json.dumps(meta, indent=2))
         return meta
 

@@ -13,7 +13,7 @@ from irgrid.registry import UnknownNameError
 TESTS = ("t", "wilcoxon")
 CORRECTIONS = ("bonferroni", "holm", "holm-sidak", "hs", "sidak", "simes-hochberg", "fdr_bh", "fdr_by", "none")
 KEYS = {"name", "description", "datasets", "retrievers", "measures", "baseline", "test", "correction", "models",
-        "latency_sample", "collections"}
+        "latency_sample", "collections", "aggregates"}
 
 
 class ExperimentError(ValueError):
@@ -25,7 +25,7 @@ class ExperimentSpec:
     name: str
     datasets: list[ds_mod.Dataset]
     retrievers: list[r_mod.Retriever]
-    measures: list[Any]  # ir_measures objects
+    measures: list[Any]  # ir_measures objects; empty: each dataset's own (catalog) measures
     baseline: str | None = None
     test: str = "t"
     correction: str | None = None
@@ -33,13 +33,20 @@ class ExperimentSpec:
     description: str = ""
     source: str = "<dict>"
     latency_sample: int = 50  # queries timed one at a time for p50/p95 latency
+    aggregates: list[str] = field(default_factory=list)  # the paper's aggregate columns (BEIR, LoTTE, ...)
+
+    def measures_for(self, dataset: ds_mod.Dataset) -> list[Any]:
+        if self.measures:
+            return self.measures
+        return [parse_measure(m, f"{self.source}: measures of dataset {dataset.name}") for m in dataset.measures]
 
     def config(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "datasets": [d.config() for d in self.datasets],
             "retrievers": {r.name: r.config() for r in self.retrievers},
-            "measures": [str(m) for m in self.measures],
+            "measures": [str(m) for m in self.measures] or "per-dataset",
+            "aggregates": list(self.aggregates),
             "baseline": self.baseline,
             "test": self.test,
             "correction": self.correction,
@@ -85,9 +92,12 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
     unknown = sorted(set(data) - KEYS)
     if unknown:
         raise ExperimentError(f"{source}: unknown key(s) {unknown}; allowed keys are {sorted(KEYS)}")
-    for key in ("datasets", "retrievers", "measures"):
+    for key in ("datasets", "retrievers"):
         if not data.get(key) or not isinstance(data[key], list):
             raise ExperimentError(f"{source}: '{key}' must be a non-empty list")
+    if "measures" in data and (not data["measures"] or not isinstance(data["measures"], list)):
+        raise ExperimentError(f"{source}: 'measures' must be a non-empty list, or left out to use each "
+                              f"dataset's own measures (see `irgrid datasets`)")
 
     def lookup(getter, name, where):
         try:
@@ -127,7 +137,14 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ExperimentError(f"{source}: retriever name(s) {dupes} appear twice; give variants a distinct 'as:' name")
-    measures = [parse_measure(str(m), f"{source}: measures[{i}]") for i, m in enumerate(data["measures"])]
+    measures = [parse_measure(str(m), f"{source}: measures[{i}]") for i, m in enumerate(data.get("measures") or [])]
+    aggregates = data.get("aggregates") or []
+    if aggregates:
+        from irgrid.measures import aggregates as known_aggregates
+
+        unknown_aggs = [a for a in aggregates if a not in known_aggregates()]
+        if unknown_aggs:
+            raise ExperimentError(f"{source}: unknown aggregate(s) {unknown_aggs}; known: {list(known_aggregates())}")
     baseline = data.get("baseline", names[0])
     if baseline is not None and baseline not in names:
         raise ExperimentError(f"{source}: baseline {baseline!r} is not one of the retrievers {names}")
@@ -150,6 +167,7 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
         correction=None if correction == "none" else correction,
         models={str(k): str(v) for k, v in models.items()},
         description=str(data.get("description", "")),
+        aggregates=[str(a) for a in aggregates],
         latency_sample=_non_negative_int(data.get("latency_sample", 50), f"{source}: latency_sample"),
         source=source,
     )

@@ -208,13 +208,14 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
     baseline = names.index(spec.baseline) if spec.baseline in names and len(names) > 1 else None
     # pt.Experiment, split by query unit (per query / per base query) so our grouped measures mix with
     # standard ones; a baseline excludes perquery output in pt.Experiment, hence a second (evaluation-only) call
-    agg = measures_mod.experiment(frames, topics, qrels, spec.measures, names=names, baseline=baseline,
+    measures = spec.measures_for(dataset)
+    agg = measures_mod.experiment(frames, topics, qrels, measures, names=names, baseline=baseline,
                                   test=spec.test, correction=spec.correction, verbose=False)
-    perq = measures_mod.experiment(frames, topics, qrels, spec.measures, names=names, perquery=True, verbose=False)
+    perq = measures_mod.experiment(frames, topics, qrels, measures, names=names, perquery=True, verbose=False)
     rows = []
     for _, row in agg.iterrows():
         cell = cells[names.index(row["name"])]
-        for m in spec.measures:
+        for m in measures:
             m_name = str(m)
             p = row.get(f"{m_name} p-value") if baseline is not None else None
             pc = row.get(f"{m_name} p-value corrected") if spec.correction else p
@@ -289,6 +290,13 @@ def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store:
             rows.extend(dataset_rows)
             perquery.append(dataset_perq)
     results = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    for name in spec.aggregates if len(results) else []:
+        try:
+            extra = measures_mod.aggregate(results[results["measure"] != "ms/query"], name)
+        except measures_mod.AggregateError as e:  # a failed or missing cell: report, keep the other results
+            failures.append(Failure(f"aggregate:{name}", "*", str(e), ""))
+            continue
+        results = pd.concat([results, extra.assign(baseline=spec.baseline)], ignore_index=True)[RESULT_COLUMNS]
     if out is not None:
         out = Path(out)
         perq = pd.concat(perquery, ignore_index=True) if perquery else pd.DataFrame()
@@ -316,6 +324,7 @@ def plan(spec: ExperimentSpec, store: Store) -> list[dict[str, Any]]:
     """Every cell of the grid: cached or not, index cached or not, whether its models resolve, and an
     estimated time from throughputs measured earlier in this cache (indexing docs/s, ms/query)."""
     index_rate, query_ms = _measured_throughputs(store)
+    docs_ok: dict[str, tuple[bool, str]] = {}
     rows = []
     for dataset in spec.datasets:
         for retriever in spec.retrievers:
@@ -329,6 +338,10 @@ def plan(spec: ExperimentSpec, store: Store) -> list[dict[str, Any]]:
                     resolve_models(retriever.all_models(), spec.models)
                 except models_mod.ModelUnavailableError as e:
                     row["status"], row["reason"] = "unresolvable", str(e)
+                if not row["index_cached"] and row["status"] == "to run":
+                    ok, why = docs_ok.setdefault(dataset.corpus, dataset.docs_available())
+                    if not ok:
+                        row["status"], row["reason"] = "unresolvable", f"data: {why}"
                 row["est_seconds"] = _estimate(retriever, dataset, row["index_cached"], index_rate, query_ms)
             rows.append(row)
     return rows
