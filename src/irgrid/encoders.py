@@ -547,11 +547,20 @@ class EncodeStats:
         return {**dataclasses.asdict(self), "docs_per_s": round(self.docs / self.seconds, 2) if self.seconds else None}
 
 
+def default_chunk_size() -> int:
+    """Documents per encoding chunk (IRGRID_ENCODE_CHUNK, default 4096). Batches never cross a chunk, so shards
+    that start on a chunk boundary encode exactly as one process would (irgrid.sharding)."""
+    value = int(os.environ.get("IRGRID_ENCODE_CHUNK") or 4096)
+    if value < 1:
+        raise ValueError(f"IRGRID_ENCODE_CHUNK must be a positive whole number, got {value}")
+    return value
+
+
 class Engine:
     """Encodes texts for one side of a spec on one or more devices (one replica per visible GPU)."""
 
     def __init__(self, spec: EncoderSpec, side: str, resolved: Resolved, device: str | None = None,
-                 batch_size: int = 32, chunk_size: int = 4096):
+                 batch_size: int = 32, chunk_size: int | None = None):
         import torch
 
         self.spec, self.side = spec, side
@@ -564,7 +573,7 @@ class Engine:
         if len(devices) > 1 and not getattr(self.replicas[0].model, "hf_device_map", None):
             self.replicas += [SideModel(spec, side, resolved, d) for d in devices[1:]]
         self.batch_size = batch_size
-        self.chunk_size = chunk_size
+        self.chunk_size = chunk_size or default_chunk_size()
         self.stats = EncodeStats(batch_size=batch_size, dtype=self.replicas[0].dtype_name,
                                  devices=[r.device for r in self.replicas])
 

@@ -65,6 +65,20 @@ def parse_measure(text: str, where: str):
         ) from None
 
 
+def _dataset(item: Any, where: str, lookup, source: str) -> ds_mod.Dataset:
+    """A dataset name, or {name, queries, seed} for a fixed random subset of its queries."""
+    if isinstance(item, dict):
+        extra = sorted(set(item) - {"name", "queries", "seed"})
+        if extra or "name" not in item:
+            raise ExperimentError(f"{source}: {where}: expected a name or {{name, queries, seed}}, got {item!r}")
+        ds = lookup(ds_mod.get, str(item["name"]), where)
+        if "queries" not in item:
+            return ds
+        n = _non_negative_int(item["queries"], f"{source}: {where}: queries")
+        return ds.with_sample(n, _non_negative_int(item.get("seed", 0), f"{source}: {where}: seed"))
+    return lookup(ds_mod.get, str(item), where)
+
+
 def _non_negative_int(value: Any, where: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise ExperimentError(f"{where}: expected a whole number >= 0, got {value!r}")
@@ -116,7 +130,7 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
             byo.register(item, base, f"{source}: collections[{i}]")
         except byo.CollectionError as e:
             raise ExperimentError(str(e)) from None
-    datasets = [lookup(ds_mod.get, str(d), f"datasets[{i}]") for i, d in enumerate(data["datasets"])]
+    datasets = [_dataset(d, f"datasets[{i}]", lookup, source) for i, d in enumerate(data["datasets"])]
     retrievers: list[r_mod.Retriever] = []
     for i, item in enumerate(data["retrievers"]):
         where = f"retrievers[{i}]"

@@ -29,7 +29,7 @@ from irgrid.datasets import Dataset
 from irgrid.datasets import get as get_dataset
 from irgrid.experiment import ExperimentSpec
 from irgrid.experiment import load as load_experiment
-from irgrid.retrievers import BuildContext, QueryContext, Retriever
+from irgrid.retrievers import BuildContext, IndexRecipe, QueryContext, Retriever
 from irgrid.store import Store
 
 log = logging.getLogger("irgrid")
@@ -44,11 +44,22 @@ def open_index(retriever: Retriever, dataset: Dataset, store: Store, model_map: 
     recipe = retriever.index
     if recipe is None:
         return None
+    path = ensure_index(recipe, dataset, store, model_map)
+    return recipe.open(path, recipe.params, resolve_models(recipe.models, model_map))
+
+
+def ensure_index(recipe: IndexRecipe, dataset: Dataset, store: Store, model_map: dict[str, str] | None = None) -> Path:
+    """The recipe's index of this dataset's corpus, built unless it exists. Under the index's lock: concurrent
+    jobs (a cluster sharing the cache) never build it twice; a job that waited reuses what the holder built."""
     path = store.index_dir(recipe, dataset)
-    resolved = None
-    if not store.index_ready(recipe, dataset):
+    if store.index_ready(recipe, dataset):
+        return path
+    corpus = dataset.corpus_dataset()
+    with store.lock(path, f"index {recipe.name} of {corpus.corpus}"):
+        if store.index_ready(recipe, dataset):  # built by another job while we waited
+            return path
+        store.remove_leftovers(path)
         resolved = resolve_models(recipe.models, model_map)
-        corpus = dataset.corpus_dataset()
         log.info("indexing %s with %s -> %s", corpus.corpus, recipe.name, path)
 
         docs_count = corpus.docs_count()
@@ -62,28 +73,33 @@ def open_index(retriever: Retriever, dataset: Dataset, store: Store, model_map: 
             recipe.build(ctx)
 
         store.build_index(recipe, dataset, build, docs=docs_count)
-    if resolved is None:
-        resolved = resolve_models(recipe.models, model_map)
-    return recipe.open(path, recipe.params, resolved)
+    return path
 
 
 def _stage_docs(stage, dataset: Dataset, store: Store, docs, docs_count: int, model_map):
     """Run a document stage once per corpus (cached as JSON lines) and return a reader of its output."""
-    import more_itertools
-
     path = store.stage_path(stage, dataset)
     if not path.exists():
-        log.info("document stage %s on %s -> %s", stage.name, dataset.corpus, path)
-        ctx = BuildContext(path=path.parent, params=stage.params, models=resolve_models(stage.models, model_map),
-                           docs=docs, docs_count=docs_count, device=settings.device())
-        transformer = stage.make(ctx)
-
-        def records():
-            for chunk in more_itertools.chunked(docs(), 1024):  # streamed: corpora need not fit in memory
-                yield from pd.DataFrame(chunk).pipe(transformer.transform).to_dict("records")
-
-        store.write_stage(stage, dataset, records())
+        with store.lock(path, f"document stage {stage.name} of {dataset.corpus}"):
+            if not path.exists():  # another job may have written it while we waited
+                _write_stage(stage, dataset, store, docs, docs_count, model_map, path)
     return lambda: store.read_stage(path)
+
+
+def _write_stage(stage, dataset: Dataset, store: Store, docs, docs_count: int, model_map, path: Path) -> None:
+    import more_itertools
+
+    store.remove_leftovers(path)
+    log.info("document stage %s on %s -> %s", stage.name, dataset.corpus, path)
+    ctx = BuildContext(path=path.parent, params=stage.params, models=resolve_models(stage.models, model_map),
+                       docs=docs, docs_count=docs_count, device=settings.device())
+    transformer = stage.make(ctx)
+
+    def records():
+        for chunk in more_itertools.chunked(docs(), 1024):  # streamed: corpora need not fit in memory
+            yield from pd.DataFrame(chunk).pipe(transformer.transform).to_dict("records")
+
+    store.write_stage(stage, dataset, records())
 
 
 def build_pipeline(retriever: Retriever, dataset: str | Dataset | None = None, store: Store | None = None,
@@ -164,6 +180,18 @@ def run_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store
     loaded = store.load_run(retriever, dataset)
     if loaded is not None:
         return Cell(retriever, dataset, loaded[0], loaded[1], cached=True)
+    # one job computes a cell at a time (two grids submitted on one shared cache never compute it twice)
+    with store.lock(store.run_path(retriever, dataset), f"run {retriever.name} on {dataset.name}"):
+        loaded = store.load_run(retriever, dataset)
+        if loaded is not None:
+            return Cell(retriever, dataset, loaded[0], loaded[1], cached=True)
+        store.remove_leftovers(store.run_path(retriever, dataset))
+        store.remove_leftovers(store.meta_path(retriever, dataset))
+        return _compute_cell(retriever, dataset, topics, store, model_map, latency_sample)
+
+
+def _compute_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store: Store,
+                  model_map: dict[str, str] | None, latency_sample: int) -> Cell:
     start = time.perf_counter()
     pipeline = build_pipeline(retriever, dataset, store, model_map)
     load_seconds = time.perf_counter() - start
@@ -200,6 +228,15 @@ def run_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store
     loaded = store.load_run(retriever, dataset)  # evaluate exactly what was stored: reruns are identical
     assert loaded is not None
     return Cell(retriever, dataset, loaded[0], loaded[1], cached=False)
+
+
+def load_cell(retriever: Retriever, dataset: Dataset, store: Store) -> Cell:
+    """A cell computed elsewhere (a cluster job): its stored run, or an error saying it is missing."""
+    loaded = store.load_run(retriever, dataset)
+    if loaded is None:
+        raise FileNotFoundError(f"{retriever.name} on {dataset.name}: no stored run at {store.run_path(retriever, dataset)} "
+                                f"although its job reported success")
+    return Cell(retriever, dataset, loaded[0], loaded[1], cached=True)
 
 
 def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], topics, qrels):
@@ -244,17 +281,30 @@ class Failure:
 
 
 def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store: Store | None = None,
-        fail_fast: bool = False) -> pd.DataFrame:
+        fail_fast: bool = False, executor: Any = None, resume: bool = False) -> pd.DataFrame:
     """Run a grid; returns the long-form results (one row per dataset, system, measure).
 
     A cell that fails at run time (out of memory, a crash in a library) is recorded with its error in
     `failures.json` and the grid goes on, unless `fail_fast`. Bad configuration fails before any work.
+
+    `executor` (an `irgrid.executors.ExecutorConfig`, an `Executor` or a name: local, ray, slurm) decides where
+    cells run; with ray or slurm every missing index, encoding shard and cell is a job of that engine (state and
+    logs in `out`), and this process evaluates the stored runs once all jobs finished. `resume` resubmits only
+    what is missing from an earlier submission to `out` (finished cells are never recomputed in any case).
     """
+    from irgrid import executors as executors_mod
     from irgrid import report
 
     spec = spec if isinstance(spec, ExperimentSpec) else load_experiment(spec)
     store = store or Store()
     preflight(spec, store)
+    ex = executor if isinstance(executor, executors_mod.Executor) else executors_mod.make(executor)
+    remote: dict[tuple[str, str], Failure] | None = None
+    if not ex.in_process:
+        if out is None:
+            raise executors_mod.ExecutorError(f"the {ex.name} executor needs an output folder (out=...): the grid's "
+                                              f"state and job logs are kept there")
+        remote = executors_mod.dispatch(spec, store, Path(out), ex, resume=resume)
     rows: list[dict[str, Any]] = []
     perquery: list[pd.DataFrame] = []
     cells_by_dataset: dict[str, list[Cell]] = {}
@@ -269,8 +319,17 @@ def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store:
             done += 1
             est = plan_rows[(dataset.name, retriever.name)]
             started = time.perf_counter()
+            if remote is not None and (dataset.name, retriever.name) in remote:  # its job failed: reported
+                failure = remote[(dataset.name, retriever.name)]
+                if fail_fast:
+                    raise RuntimeError(f"{retriever.name} on {dataset.name}: {failure.error}\n{failure.traceback}")
+                failures.append(failure)
+                continue
             try:
-                cell = run_cell(retriever, dataset, topics, store, spec.models, spec.latency_sample)
+                if remote is not None:  # computed by the jobs: only load, never compute here
+                    cell = load_cell(retriever, dataset, store)
+                else:
+                    cell = run_cell(retriever, dataset, topics, store, spec.models, spec.latency_sample)
             except Exception as e:  # recorded and reported; the other cells still run
                 if fail_fast:
                     raise

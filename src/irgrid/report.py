@@ -70,7 +70,12 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "results.csv", results.to_csv(index=False))
     write_text_atomic(out / "perquery.csv", perquery.to_csv(index=False))
+    tiny = sorted({c.retriever.name for cells in cells_by_dataset.values() for c in cells
+                   if any(m.get("source") == "tiny" for m in c.meta.get("models", {}).values())})
     header = f"# {spec.name}\n\ntest: {spec.test}, correction: {spec.correction or 'none'}\n\n"
+    if tiny:
+        header += (f"> **TINY MODELS — not results.** {', '.join(tiny)} ran on tiny random-weight models of their "
+                   f"architectures (a wiring check); their numbers say nothing about the real checkpoints.\n\n")
     write_text_atomic(out / "results.md", header + markdown_table(results))
     retrievers: dict[str, Any] = {}
     for dataset_name, cells in cells_by_dataset.items():
@@ -84,6 +89,7 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
             entry["runs"][dataset_name] = {"run_key": cell.meta.get("key"), "cached": cell.cached,
                                            "ms_per_query": cell.meta.get("ms_per_query")}
     manifest = {
+        "tiny_models": tiny,  # retrievers whose numbers come from random-weight stand-ins
         "experiment": spec.name,
         "source": spec.source,
         "source_path": str(Path(spec.source).resolve()) if Path(spec.source).is_file() else None,
