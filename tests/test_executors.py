@@ -176,7 +176,7 @@ def test_ray_grid_survives_a_killed_worker_and_a_killed_driver(setup, tmp_path):
     _same_results(root / "local" / "results.csv", out / "results.csv")
     _same_runs(root / "local", out, RETRIEVERS)
     status = subprocess.run([sys.executable, "-m", "irgrid.cli", "status", str(out)], capture_output=True, text=True)
-    assert status.returncode == 0 and "3 done" in status.stdout or "cached" in status.stdout, status.stdout
+    assert status.returncode == 0 and "failed" not in status.stdout, status.stdout
 
 
 def _raising_query(index, ctx):
@@ -194,9 +194,9 @@ def test_slurm_executor_runs_the_grid_and_reports_a_failed_cell(setup, tmp_path)
     """Through submitit: a real Slurm when one answers here (jobs with --dependency=afterok), else submitit's
     local cluster. A cell whose job raises is reported with its log; the others equal the local runner's."""
     import cloudpickle
+    from irgrid.pipelines.sparse import PISA_PORTER2
 
     from irgrid import executors
-    from irgrid.pipelines.sparse import PISA_PORTER2
     from irgrid.retrievers import Retriever
 
     root, exp, _ = setup

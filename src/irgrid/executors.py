@@ -632,7 +632,9 @@ class SlurmExecutor(Executor):
                 else:
                     try:
                         handle.result()
-                    except submitit.core.utils.UncompletedJobError as e:
+                    except submitit.core.utils.FailedJobError:  # the job raised: reported below, not retried
+                        pass
+                    except submitit.core.utils.UncompletedJobError as e:  # no result: killed, preempted
                         died = str(e).splitlines()[0]
                 if died is not None:
                     gone.pop(job_id, None)
