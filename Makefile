@@ -45,7 +45,7 @@ lint: install
 	$(BIN)/ruff check src pipelines tests benchmarks
 
 bench: install
-	$(BIN)/python benchmarks/bm25_latency.py
+	$(BIN)/python benchmarks/first_grid.py
 	$(BIN)/python benchmarks/encode.py
 	$(BIN)/python benchmarks/search.py
 

@@ -10,6 +10,21 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+
+def _fix_irds_home() -> None:
+    """ir_datasets fixes its home when first imported: point it at irgrid's writable home before anything
+    (pyterrier, ir_measures, a user script) imports it. Copying a staged home happens later, on first use."""
+    import os
+
+    from irgrid import settings
+
+    if "IR_DATASETS_HOME" not in os.environ:
+        os.environ["IR_DATASETS_HOME"] = str(settings.irds_home())
+        os.environ["IRGRID_IRDS_HOME_DEFAULTED"] = "1"  # ours: `irgrid run --cache` may still move it
+
+
+_fix_irds_home()
+
 if TYPE_CHECKING:
     import pandas as pd
 

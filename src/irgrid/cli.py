@@ -81,6 +81,8 @@ def cmd_run(args) -> int:
 
     if args.cache:
         os.environ["IRGRID_CACHE"] = args.cache
+        if os.environ.get("IRGRID_IRDS_HOME_DEFAULTED") == "1" and "ir_datasets" not in sys.modules:
+            os.environ["IR_DATASETS_HOME"] = os.path.join(args.cache, "irds")  # the cache's own, as documented
     if args.tiny_models:
         os.environ["IRGRID_TINY_MODELS"] = "1"
     from irgrid import settings

@@ -157,6 +157,13 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
+def _index_encoding(retriever: Retriever, dataset: Dataset, store: Store) -> dict[str, Any] | None:
+    if retriever.index is None:
+        return None
+    path = store.index_dir(retriever.index, dataset) / "encoding.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def _latency_accounting(pipeline):
     """Sum of `latency_seconds()` over the pipeline's parts: time a stage really costs but that a cache served
     in this process (e.g. cached query generations). Duck-typed, so any transformer can declare it."""
@@ -219,6 +226,8 @@ def _compute_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, 
                             "p95": round(_percentile(single, 0.95), 3)},
         "load_seconds": round(load_seconds, 3),
         "hardware": hardware(),
+        # how the documents were encoded (dtype, batch size after any out-of-memory back-off), when recorded
+        "encoding": _index_encoding(retriever, dataset, store),
         "device": settings.device(),
         "models": {role: r.manifest() for role, r in models.items()},
         "config": retriever.config(),
@@ -311,6 +320,7 @@ def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store:
     failures: list[Failure] = []
     plan_rows = {(p["dataset"], p["retriever"]): p for p in plan(spec, store)}
     remaining = sum(p["est_seconds"] or 0 for p in plan_rows.values() if not p["run_cached"])
+    unknown = {k for k, p in plan_rows.items() if not p["run_cached"] and p["est_seconds"] is None}
     total_cells, done = len(plan_rows), 0
     for dataset in spec.datasets:
         topics, qrels = dataset.topics(), dataset.qrels()
@@ -339,9 +349,11 @@ def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store:
                 continue
             took = time.perf_counter() - started
             if not cell.cached:
-                remaining = max(0.0, remaining - (est["est_seconds"] or took))
+                remaining = max(0.0, remaining - (est["est_seconds"] or 0))
+            unknown.discard((dataset.name, retriever.name))
+            eta = _fmt_seconds(remaining) + (f" + {len(unknown)} cell(s) never measured in this cache" if unknown else "")
             log.info("[%d/%d] %s on %s: %s in %.1fs; remaining ≈ %s", done, total_cells, retriever.name,
-                     dataset.name, "cached" if cell.cached else "computed", took, _fmt_seconds(remaining))
+                     dataset.name, "cached" if cell.cached else "computed", took, eta)
             cells.append(cell)
         cells_by_dataset[dataset.name] = cells
         if cells:
