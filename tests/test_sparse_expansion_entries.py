@@ -90,3 +90,10 @@ def test_tiny_runs_are_flagged_in_reports(tiny_grid):
     manifest = json.loads((root / "out" / "manifest.json").read_text())
     assert set(manifest["tiny_models"]) == set(ENTRIES)
     assert "TINY MODELS — not results" in (root / "out" / "results.md").read_text()
+
+
+def test_dense_runs_record_how_documents_were_encoded(tiny_grid):
+    _, _, store, _ = tiny_grid
+    metas = [json.loads(p.read_text()) for p in (store.root / "runs").rglob("hyde-*.json")]
+    assert metas and metas[0]["encoding"]["dtype"] == "fp32" and metas[0]["encoding"]["batch_size"] > 0
+    assert metas[0]["single_query_ms"]["n"] == 2 and metas[0]["hardware"]["cpus"] >= 1

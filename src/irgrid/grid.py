@@ -160,8 +160,11 @@ def _percentile(values: list[float], q: float) -> float:
 def _index_encoding(retriever: Retriever, dataset: Dataset, store: Store) -> dict[str, Any] | None:
     if retriever.index is None:
         return None
-    path = store.index_dir(retriever.index, dataset) / "encoding.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    folder = store.index_dir(retriever.index, dataset)
+    for path in [folder / "encoding.json", *sorted(folder.glob("*/encoding.json"))]:  # written by the builder
+        if path.exists():
+            return json.loads(path.read_text())
+    return None
 
 
 def _latency_accounting(pipeline):
