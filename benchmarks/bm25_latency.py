@@ -37,25 +37,30 @@ def _timed(fn) -> float:
     return time.perf_counter() - start
 
 
+def measure_bm25(dataset, repeats: int) -> dict[str, tuple[float, float]]:
+    """(single-query ms, batch ms/query) for `bm25` and `bm25-pisa`, after a warm-up."""
+    topics = dataset.topics()
+    results = {}
+    for name in ("bm25", "bm25-pisa"):
+        pipeline = irgrid.retriever(name).pipeline(dataset)
+        pipeline.transform(topics.head(5))  # warm-up: JVM, index files, caches
+        results[name] = (per_query_ms(pipeline, topics, repeats), batch_ms(pipeline, topics, repeats))
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="beir/scifact/test")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     dataset = get_dataset(args.dataset)
-    topics = dataset.topics()
-    results = {}
-    for name in ("bm25", "bm25-pisa"):
-        pipeline = irgrid.retriever(name).pipeline(dataset)
-        pipeline.transform(topics.head(5))  # warm-up: JVM, index files, caches
-        results[name] = (per_query_ms(pipeline, topics, args.repeats), batch_ms(pipeline, topics, args.repeats))
+    results = measure_bm25(dataset, args.repeats)
     base_single, base_batch = results["bm25"]
-    print(f"dataset {args.dataset}, {len(topics)} queries, best of {args.repeats}")
+    print(f"dataset {args.dataset}, {len(dataset.topics())} queries, best of {args.repeats}")
     print(f"{'retriever':<12} {'ms/query (1 at a time)':>24} {'ratio':>7} {'ms/query (batch)':>18} {'ratio':>7}")
     for name, (single, batch) in results.items():
         print(f"{name:<12} {single:>24.2f} {single / base_single:>7.3f} {batch:>18.2f} {batch / base_batch:>7.3f}")
     print(f"median of the two single-query figures: {statistics.median(r[0] for r in results.values()):.2f} ms")
-
 
 if __name__ == "__main__":
     main()

@@ -12,9 +12,8 @@ import itertools
 import time
 
 import pandas as pd
-from bm25_latency import batch_ms, per_query_ms  # same folder: the BM25 timing code is shared
+from bm25_latency import measure_bm25  # same folder: the BM25 timing code is shared
 
-import irgrid
 from irgrid.datasets import get as get_dataset
 
 
@@ -27,11 +26,7 @@ def main() -> None:
     dataset = get_dataset(args.dataset)
     topics = dataset.topics()
 
-    bm25 = {}
-    for name in ("bm25", "bm25-pisa"):
-        pipeline = irgrid.retriever(name).pipeline(dataset)
-        pipeline.transform(topics.head(5))  # warm-up
-        bm25[name] = (per_query_ms(pipeline, topics, args.repeats), batch_ms(pipeline, topics, args.repeats))
+    bm25 = measure_bm25(dataset, args.repeats)
 
     from pyterrier_dr import SBertBiEncoder
 

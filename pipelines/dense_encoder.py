@@ -8,13 +8,9 @@ registry, embeddings-benchmark/mteb mteb/models/model_implementations/*); `None`
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Mapping
-from typing import Any
-
 from irgrid.dense_entry import dense_retriever
 from irgrid.encoders import EncoderSpec
-from irgrid.retrievers import BuildContext, ModelRef, QueryContext
+from irgrid.retrievers import ModelRef
 
 PAPER = "paper code: valentinsvelev/retriever-evaluation src/configs/models.py"
 UNVERIFIED = "revision unverified offline (not in MTEB's registry): left unpinned"
@@ -173,37 +169,3 @@ PAPER_NAMES = {
 }
 for spec in SPECS:
     dense_retriever(spec, architecture="encoder-only", paper_name=PAPER_NAMES[spec.name])
-
-
-# -- the pyterrier-dr reference path (SBertBiEncoder + FlexIndex numpy search): what the engine is checked against
-# (tests/test_encoder_engine.py, benchmarks/encode.py), and a recipe for ad-hoc sentence-transformers checkpoints.
-
-
-@functools.cache
-def load_sbert(location: str, device: str | None, batch_size: int) -> Any:
-    """One model per process: every entry and index using this checkpoint shares it."""
-    from pyterrier_dr import SBertBiEncoder
-
-    return SBertBiEncoder(location, batch_size=batch_size, device=device)
-
-
-def _sbert(models: Mapping[str, Any], params: Mapping[str, Any], device: str | None) -> Any:
-    return load_sbert(models["encoder"].location, device, int(params.get("batch_size", 32)))
-
-
-def build_flex_sbert(ctx: BuildContext) -> None:
-    from pyterrier_dr import FlexIndex
-
-    model = _sbert(ctx.models, ctx.params, ctx.device)
-    (model.doc_encoder() >> FlexIndex(str(ctx.path / "flex")).indexer()).index(ctx.docs())
-
-
-def open_flex(path: Any, params: Mapping[str, Any], models: Mapping[str, Any]) -> Any:
-    from pyterrier_dr import FlexIndex
-
-    return FlexIndex(str(path / "flex"))
-
-
-def sbert_query(index: Any, ctx: QueryContext) -> Any:
-    model = _sbert(ctx.models, ctx.options, ctx.device)
-    return model.query_encoder() >> index.np_retriever(num_results=ctx.options["num_results"])

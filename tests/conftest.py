@@ -46,9 +46,10 @@ def fresh_store(tmp_path):
     return Store(tmp_path / "cache")
 
 
-def write_scifact_slice(root: Path, n_queries: int, n_docs: int) -> dict[str, str]:
+def write_scifact_slice(root: Path, n_queries: int, n_docs: int, all_formats: bool = False) -> dict[str, str]:
     """A small real collection in bring-your-own files: SciFact test queries, their relevant abstracts and
-    other abstracts up to `n_docs`. Returns a `collections:` entry (paths relative to `root`)."""
+    other abstracts up to `n_docs`. Returns a `collections:` entry (paths relative to `root`). `all_formats`
+    also writes docs.jsonl (BEIR layout, raw text) and topics.trec."""
     from irgrid import datasets
 
     scifact = datasets.get("beir/scifact/test")
@@ -68,4 +69,23 @@ def write_scifact_slice(root: Path, n_queries: int, n_docs: int) -> dict[str, st
     (data / "topics.tsv").write_text("".join(f"{q}\t{clean(t)}\n" for q, t in zip(topics["qid"], topics["query"])))
     (data / "qrels.txt").write_text("".join(f"{q} 0 {d} {lab}\n" for q, d, lab in
                                             zip(qrels["qid"], qrels["docno"], qrels["label"])))
+    if all_formats:
+        import json
+
+        (data / "docs.jsonl").write_text("".join(
+            json.dumps({"_id": d.doc_id, "title": d.title, "text": d.text}) + "\n" for d in docs))
+        (data / "topics.trec").write_text("".join(
+            f"<top>\n<num> Number: {q}\n<title> {clean(t)}\n<desc> Description:\n\n<narr> Narrative:\n\n</top>\n\n"
+            for q, t in zip(topics["qid"], topics["query"])))
     return {"docs": "data/docs.tsv", "topics": "data/topics.tsv", "qrels": "data/qrels.txt"}
+
+
+# a small real grid shared by the analysis and report tests (vaswani + SciFact, Lucene and PISA BM25)
+SPARSE_GRID = {
+    "datasets": ["vaswani", "beir/scifact/test"],
+    "retrievers": ["bm25-pisa", "bm25"],
+    "measures": ["nDCG@10", "AP", "R@1000"],
+    "baseline": "bm25",
+    "test": "t",
+    "correction": "holm",
+}

@@ -8,21 +8,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import SPARSE_GRID
 
 from irgrid import analysis as an
 from irgrid import grid
 from irgrid.experiment import from_dict
 
 ROOT = Path(__file__).resolve().parent.parent
-GRID = {
-    "name": "analysis-grid",
-    "datasets": ["vaswani", "beir/scifact/test"],
-    "retrievers": ["bm25-pisa", "bm25"],
-    "measures": ["nDCG@10", "AP", "R@1000"],
-    "baseline": "bm25",
-    "test": "t",
-    "correction": "holm",
-}
+GRID = {"name": "analysis-grid", **SPARSE_GRID}
 
 
 @pytest.fixture(scope="module")

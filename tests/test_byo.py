@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import write_scifact_slice
 
-from irgrid import datasets
 from irgrid.experiment import ExperimentError, from_dict, load
 
 N_QUERIES, N_DOCS = 40, 300
@@ -24,29 +23,7 @@ def _clean(text: str) -> str:
 def collection(tmp_path_factory) -> Path:
     """A slice of the staged BEIR SciFact: 40 test queries, their relevant abstracts plus others (300 docs)."""
     root = tmp_path_factory.mktemp("byo")
-    scifact = datasets.get("beir/scifact/test")
-    topics, qrels = scifact.topics().head(N_QUERIES), scifact.qrels()
-    qrels = qrels[qrels["qid"].isin(topics["qid"])]
-    wanted = set(qrels["docno"])
-    docs = []
-    for doc in datasets.get("beir/scifact").irds().docs_iter():
-        if doc.doc_id in wanted or len(docs) < N_DOCS - len(wanted):
-            docs.append(doc)
-        if len(docs) == N_DOCS:
-            break
-    assert wanted <= {d.doc_id for d in docs}
-    data = root / "data"
-    data.mkdir()
-    (data / "docs.tsv").write_text("".join(f"{d.doc_id}\t{_clean(d.title)}\t{_clean(d.text)}\n" for d in docs))
-    with (data / "docs.jsonl").open("w") as f:
-        for d in docs:
-            f.write(json.dumps({"_id": d.doc_id, "title": d.title, "text": d.text}) + "\n")
-    (data / "topics.tsv").write_text("".join(f"{q}\t{_clean(t)}\n" for q, t in zip(topics["qid"], topics["query"])))
-    (data / "topics.trec").write_text("".join(
-        f"<top>\n<num> Number: {q}\n<title> {_clean(t)}\n<desc> Description:\n\n<narr> Narrative:\n\n</top>\n\n"
-        for q, t in zip(topics["qid"], topics["query"])))
-    (data / "qrels.txt").write_text("".join(f"{q} 0 {d} {lab}\n" for q, d, lab in
-                                            zip(qrels["qid"], qrels["docno"], qrels["label"])))
+    write_scifact_slice(root, N_QUERIES, N_DOCS, all_formats=True)
     return root
 
 

@@ -7,21 +7,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import SPARSE_GRID
 
 from irgrid import grid
 from irgrid.cli import main
 from irgrid.experiment import from_dict, load
 
 ROOT = Path(__file__).resolve().parent.parent
-GRID = {
-    "name": "report-grid",
-    "datasets": ["vaswani", "beir/scifact/test"],
-    "retrievers": ["bm25-pisa", "bm25"],
-    "measures": ["nDCG@10", "AP", "R@1000"],
-    "baseline": "bm25",
-    "test": "t",
-    "correction": "holm",
-}
+GRID = {"name": "report-grid", **SPARSE_GRID}
 EXPECTED = """expected:
   - {dataset: beir/scifact/test, system: bm25, measure: nDCG@10, value: 0.6789, tolerance: 0.0005, source: Pyserini 2CR}
   - {dataset: vaswani, system: bm25-pisa, measure: AP, value: 0.3053, tolerance: 0.0005, source: pyterrier-pisa tests}

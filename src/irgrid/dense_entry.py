@@ -78,7 +78,7 @@ def dense_retriever(spec: EncoderSpec, *, architecture: str, paper_name: str | N
     late = spec.pooling == "colbert"
     params = {"encoder": spec.name, "batch_size": batch_size, "doc": spec.side_config("d", with_model=False), **(index_params or {})}
     recipe = IndexRecipe(f"{spec.name}-{'plaid' if late else 'flex'}", build=build_late if late else build_dense,
-                         open=open_late if late else open_dense, params=params, models={"doc": spec.document_model})
+                         open=open_late if late else open_dense, params=params, models={"doc": spec.document_model}, shardable=not late)
     opts = {"encoder": spec.name, "batch_size": batch_size, "num_results": 1000, "query_config": config_hash(spec.side_config("q", with_model=False)),
             **(options or {})}
     reference = spec.citation + (f" | {spec.notes}" if spec.notes else "")

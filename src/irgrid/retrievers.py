@@ -96,6 +96,9 @@ class IndexRecipe:
     models: Mapping[str, ModelRef] = field(default_factory=dict)
     version: int = 1  # bump when the builder's output changes for the same params
     stage: DocStage | None = None  # documents pass through this (cached) stage before the builder sees them
+    # the builder can be split into encoding shards merged bit-for-bit (irgrid.sharding); not part of the key:
+    # it says how an index may be built, not what it contains
+    shardable: bool = False
 
     def all_models(self) -> dict[str, ModelRef]:
         out = dict(self.stage.models) if self.stage else {}

@@ -40,10 +40,8 @@ class ShardError(RuntimeError):
 
 
 def shardable(recipe: IndexRecipe) -> bool:
-    """Recipes whose build is the dense engine's FlexIndex build (no document stage before it)."""
-    from irgrid.dense_entry import build_dense
-
-    return recipe.build is build_dense and recipe.stage is None
+    """Recipes that declare a shardable build (the dense engine's FlexIndex build), with no document stage."""
+    return recipe.shardable and recipe.stage is None
 
 
 def chunk_size() -> int:
