@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from irgrid._util import canonical, config_hash
+from irgrid.profiles import Setting, check_name
+from irgrid.profiles import values as profile_values
 from irgrid.registry import Registry
 
 if TYPE_CHECKING:
@@ -154,6 +156,9 @@ class Retriever:
     # entries that wrap another entry (HyDE over a dense retriever) re-derive themselves when these options change
     derive: Callable[[Mapping[str, Any]], Retriever] | None = None
     derive_options: tuple[str, ...] = ()
+    # named, sourced configurations (irgrid.profiles): option -> Setting; the defaults above are the card's
+    profiles: Mapping[str, Mapping[str, Setting]] = field(default_factory=dict)
+    profile: str | None = None  # the profile applied (not part of the key: the settings it changed are)
 
     def __post_init__(self) -> None:
         if not self.name or set(self.name) - _NAME_CHARS or self.name[0] in "-.":
@@ -191,6 +196,8 @@ class Retriever:
         """A variant with some options changed; unknown option names are an error, not a silent no-op."""
         if self.derive is not None and set(options) & set(self.derive_options):
             rebuilt = self.derive({**self.options, **{k: options[k] for k in self.derive_options if k in options}})
+            if not rebuilt.profiles:  # a re-derived entry keeps this entry's profiles and the one applied
+                rebuilt = dataclasses.replace(rebuilt, profiles=self.profiles, profile=self.profile)
             rest = {k: v for k, v in options.items() if k not in self.derive_options}
             return rebuilt.with_options(name=name or self.name, **rest)
         roles = set(self.all_models())
@@ -214,6 +221,18 @@ class Retriever:
                                         models={k: swaps.get(k, v) for k, v in index.models.items()})
             entry = dataclasses.replace(entry, index=index)
         return entry
+
+    def with_profile(self, profile: str, name: str | None = None) -> Retriever:
+        """This entry under a named profile ('paper' or 'card'): its settings applied as options, so the cache
+        key follows the values. An entry without settings for a profile has one configuration for both."""
+        check_name(profile, f"retriever {self.name!r}: ")
+        settings = self.profiles.get(profile, {})
+        try:
+            entry = self.with_options(name=name, **profile_values(settings)) if settings else \
+                dataclasses.replace(self, name=name or self.name)
+        except ValueError as e:
+            raise ValueError(f"retriever {self.name!r}, profile {profile!r}: {e}") from e
+        return dataclasses.replace(entry, profile=profile)
 
     def pipeline(self, dataset: str | None = None, **kwargs: Any) -> pt.Transformer:
         """Build this retriever for a dataset (indexing it first if needed): for scripts and notebooks."""
