@@ -33,7 +33,7 @@ def test_profiles_that_agree_share_keys_and_entries_without_settings_have_one_co
 
 
 def test_unknown_profile_and_bad_setting_are_clear_errors():
-    with pytest.raises(profiles.ProfileError, match="did you mean 'paper'"):
+    with pytest.raises(profiles.ProfileError, match="Did you mean 'paper'"):
         _entry().with_profile("papr")
     bad = _entry(paper={"k3": Setting(1, "x")})
     with pytest.raises(ValueError, match=r"'bm25-pisa-profiled', profile 'paper'.*no option\(s\) 'k3'"):
