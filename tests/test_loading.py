@@ -1,0 +1,34 @@
+"""Strict loading: real weights loaded into the wrong class fail with the parameters named."""
+
+from __future__ import annotations
+
+import pytest
+
+from irgrid.loading import CheckpointMismatchError, from_pretrained_strict
+from irgrid.models import resolve
+
+
+def _minilm() -> str:
+    return resolve("sentence-transformers/all-MiniLM-L6-v2").location
+
+
+def test_matching_checkpoint_loads():
+    from transformers import BertModel
+
+    model = from_pretrained_strict(BertModel, _minilm())
+    assert model.config.hidden_size == 384
+
+
+def test_wrong_head_is_an_error_naming_the_parameters():
+    from transformers import BertForMaskedLM
+
+    with pytest.raises(CheckpointMismatchError, match=r"missing \(would be random\): cls\.predictions"):
+        from_pretrained_strict(BertForMaskedLM, _minilm())
+
+
+def test_declared_unused_parameters_are_allowed():
+    from transformers import BertForMaskedLM
+
+    model = from_pretrained_strict(BertForMaskedLM, _minilm(), allow_missing=["cls.predictions.*"],
+                                   allow_unexpected=["pooler.*"])
+    assert model.config.vocab_size == 30522
