@@ -13,7 +13,8 @@ from typing import Any
 
 from irgrid.pipelines.sparse import LUCENE_FLAT, build_lucene, open_lucene
 
-from irgrid.prompts import Decoding, Prompt
+from irgrid.profiles import Setting
+from irgrid.prompts import Prompt
 from irgrid.retrievers import (
     RETRIEVERS,
     BuildContext,
@@ -39,26 +40,55 @@ QUERY2DOC_PROMPT = Prompt("Write a passage that answers the given query:\n\nQuer
                           source="Wang et al. 2023, Query2doc, Section 3 prompt, without the k-shot examples")
 # HyDE (Gao et al., ACL 2023), the web-search instruction of the authors' repository
 HYDE_PROMPT = Prompt("Please write a passage to answer the question.\nQuestion: {query}\nPassage:",
-                     source="Gao et al. 2023, HyDE, web search prompt (texttron/hyde promptor.py)")
+                     source="Gao et al. 2023, HyDE, web search prompt (texttron/hyde src/hyde/promptor.py)")
+# the paper's code: one system + user prompt for both HyDE and query2doc
+REPO = "valentinsvelev/retriever-evaluation:"
+DENSE_PY = REPO + "src/encoders/dense_encoder.py"
+PAPER_SYSTEM = (
+    "You are a retrieval-focused assistant. Given a query, you write a *self-contained*, factual passage that "
+    "could appear in a document relevant to that query.\n\nRequirements:\n- Do NOT mention that you are an "
+    "assistant or that this is hypothetical.\n- Do NOT restate the query.\n- No bullet points or headings.\n"
+    "- Write one coherent paragraph of 150–300 words."
+)
+PAPER_USER = "Query: {query}\n\nWrite a single, detailed passage that could answer this query. Return only the passage text."
+_GEN = f"{DENSE_PY} generate_docs_for_query_expansion"
+PAPER_GENERATION = {
+    "system_prompt": Setting(PAPER_SYSTEM, f"{_GEN}: build_messages, system message"),
+    "prompt": Setting(PAPER_USER, f"{_GEN}: build_messages, user message"),
+    "do_sample": Setting(True, f"{_GEN}: model.generate(do_sample=True)"),
+    "temperature": Setting(0.7, f"{_GEN}: model.generate(temperature=0.7)"),
+    "top_p": Setting(None, f"{_GEN}: top_p commented out (the checkpoint's generation_config applies)"),
+    "top_k": Setting(None, f"{_GEN}: not set (the checkpoint's generation_config applies)"),
+    "max_new_tokens": Setting(256, f"{_GEN}: model.generate(max_new_tokens=256)"),
+    "max_input_length": Setting(768, f"{_GEN}: tokenizer(..., truncation=True, max_length=768)"),
+}
+# generation options every generating entry has (the card values of query2doc; HyDE overrides its own)
+GEN_OPTIONS = {"max_new_tokens": 128, "gen_batch_size": 8, "prompt": QUERY2DOC_PROMPT.template, "system_prompt": None,
+               "do_sample": False, "temperature": None, "top_p": None, "top_k": None, "max_input_length": None,
+               "seed": 0}
 
+def _generator(ctx: QueryContext, source: str):
+    from irgrid.generation import Decoding, Generator
 
-def _generator(ctx: QueryContext, prompt: Prompt):
-    from irgrid.generation import Generator
-
-    decoding = Decoding(max_new_tokens=int(ctx.options["max_new_tokens"]), batch_size=int(ctx.options["gen_batch_size"]))
+    o = ctx.options
+    decoding = Decoding(max_new_tokens=int(o["max_new_tokens"]), batch_size=int(o["gen_batch_size"]),
+                        seed=int(o["seed"]), do_sample=bool(o["do_sample"]), temperature=o["temperature"],
+                        top_p=o["top_p"], top_k=o["top_k"], max_input_length=o["max_input_length"])
+    prompt = Prompt(o["prompt"], system=o["system_prompt"], source=source)
     return Generator(ctx.models["generator"], prompt, decoding, device=ctx.device)
 
 
 # -- docT5query ---------------------------------------------------------------------------------------------------
 def doc2query_stage(ctx: BuildContext):
     import pyterrier as pt
-    import torch
-    from pyterrier_doc2query import Doc2Query
 
-    torch.manual_seed(int(ctx.params["seed"]))  # docT5query samples (top-k 10): fixed seed, recorded in params
-    gen = ctx.models["generator"]
-    d2q = Doc2Query(gen.location, num_samples=int(ctx.params["num_samples"]), batch_size=int(ctx.params["batch_size"]),
-                    append=True, fast_tokenizer=True, device=ctx.device)
+    from irgrid.generation import DocT5Query, load_seq2seq
+
+    p, gen = ctx.params, ctx.models["generator"]
+    model = load_seq2seq(gen.location, gen.kwargs().get("revision"), ctx.device)
+    d2q = DocT5Query(model, num_samples=int(p["num_samples"]), input_max_length=int(p["input_max_length"]),
+                     max_length=int(p["max_length"]), do_sample=bool(p["do_sample"]), top_k=p["top_k"],
+                     top_p=p["top_p"], batch_size=int(p["batch_size"]), seed=int(p["seed"]))
     return d2q >> pt.apply.generic(lambda df: df[["docno", "text"]])
 
 
@@ -67,33 +97,87 @@ def bm25_query(index, ctx: QueryContext):
     return index.bm25(k1=o["k1"], b=o["b"], num_results=o["num_results"])
 
 
-register(Retriever(
-    name="doct5query", family="expansion", architecture="document-expansion", paper_name="docT5query",
-    index=IndexRecipe("doct5query-lucene-flat", build=build_lucene, open=open_lucene,
-                      stage=DocStage("doct5query-3", make=doc2query_stage, models={"generator": DOC2QUERY},
-                                     params={"num_samples": 3, "batch_size": 8, "seed": 0})),
-    query=bm25_query, options={"k1": 0.9, "b": 0.4, "num_results": 1000}, extra="expansion",
-    reference="Nogueira & Lin 2019; 3 generated queries per document appended, BM25 defaults (the paper, "
-              "Section 3.3.3); pyterrier-doc2query; checkpoint from the paper's README",
-))
+D2Q_DOC_OPTIONS = ("num_samples", "input_max_length", "max_length", "do_sample", "top_k", "top_p", "batch_size",
+                   "seed")
+D2Q_PY = REPO + "src/encoders/sparse_encoder.py"
+
+
+def make_doct5query(options: Mapping[str, Any]) -> Retriever:
+    """docT5query: documents expanded in a cached stage (its params: the document-side options), then BM25."""
+    stage = DocStage("doct5query", make=doc2query_stage, models={"generator": DOC2QUERY}, version=2,
+                     params={k: options[k] for k in D2Q_DOC_OPTIONS})
+    return Retriever(
+        name="doct5query", family="expansion", architecture="document-expansion", paper_name="docT5query",
+        index=IndexRecipe("doct5query-lucene-flat", build=build_lucene, open=open_lucene, stage=stage),
+        query=bm25_query, options=dict(options), extra="expansion", version=2,
+        derive=make_doct5query, derive_options=D2Q_DOC_OPTIONS, profiles=DOCT5QUERY_PROFILES,
+        reference=f"Nogueira & Lin 2019; 3 generated queries per document appended, BM25 0.9/0.4 (the paper, "
+                  f"Section 3.3.3); checkpoint from the paper's README. The paper's code truncates documents to "
+                  f"512 tokens (src/run.py build_d2q_docs call; {D2Q_PY} defaults to 320, as the card) and "
+                  f"generates from the document text without its title (src/run_v2.py passes docs_df['text']): "
+                  f"irgrid's documents are title + text in both profiles (document fields are a dataset setting)",
+    )
+
+
+DOCT5QUERY_PROFILES = {
+    "paper": {
+        "input_max_length": Setting(512, f"{REPO}src/run.py build_d2q_docs(max_input_len=512) (and src/run_v2.py)"),
+        "max_length": Setting(64, f"{REPO}src/run.py build_d2q_docs(max_query_len=64) -> generate(max_length=64)"),
+        "num_samples": Setting(3, f"{REPO}src/run.py build_d2q_docs(queries_per_doc=3)"),
+        "do_sample": Setting(True, f"{REPO}src/run.py build_d2q_docs(do_sample=True)"),
+        "top_k": Setting(10, f"{REPO}src/run.py build_d2q_docs(top_k=10)"),
+        "top_p": Setting(None, f"{D2Q_PY} _worker_doc2query / _doc2query_worker: no top_p"),
+        "k1": Setting(0.9, f"{REPO}src/run.py: searcher.set_bm25(k1=0.9, b=0.4) for doc2query"),
+        "b": Setting(0.4, f"{REPO}src/run.py: searcher.set_bm25(k1=0.9, b=0.4)"),
+    },
+    "card": {
+        "input_max_length": Setting(320, "doc2query/msmarco-t5-base-v1 model card: input truncated to 320 word "
+                                         "pieces in training (not re-verified offline)"),
+        "max_length": Setting(64, "doc2query/msmarco-t5-base-v1 model card: generate(max_length=64)"),
+        "do_sample": Setting(True, "doc2query/msmarco-t5-base-v1 model card: sampling example"),
+        "top_k": Setting(10, "doc2query/msmarco-t5-base-v1 model card: generate(top_k=10, top_p=0.95)"),
+        "top_p": Setting(0.95, "doc2query/msmarco-t5-base-v1 model card: generate(top_k=10, top_p=0.95)"),
+        "num_samples": Setting(3, "the paper's text, Section 3.3.3 (the card's example draws 5, docTTTTTquery 40)"),
+        "k1": Setting(0.9, "Pyserini/Anserini BM25 defaults (Nogueira & Lin 2019 retrieve with BM25)"),
+        "b": Setting(0.4, "Pyserini/Anserini BM25 defaults"),
+    },
+}
+register(make_doct5query({"k1": 0.9, "b": 0.4, "num_results": 1000, "num_samples": 3, "input_max_length": 320,
+                          "max_length": 64, "do_sample": True, "top_k": 10, "top_p": 0.95, "batch_size": 8,
+                          "seed": 0}))
 
 
 # -- query2doc ----------------------------------------------------------------------------------------------------
 def query2doc_query(index, ctx: QueryContext):
     from irgrid.generation import Expand
 
-    return Expand(_generator(ctx, QUERY2DOC_PROMPT), mode="query2doc", repeats=int(ctx.options["repeats"])) >> \
+    return Expand(_generator(ctx, "query2doc"), mode="query2doc", repeats=int(ctx.options["repeats"])) >> \
         bm25_query(index, ctx)
 
 
-GEN_OPTIONS = {"max_new_tokens": 128, "gen_batch_size": 8}
+QUERY2DOC_PROFILES = {
+    "paper": {**PAPER_GENERATION,
+              "k1": Setting(0.9, f"{REPO}src/run.py: Lucene BM25 searcher.set_bm25(k1=0.9, b=0.4)"),
+              "b": Setting(0.4, f"{REPO}src/run.py: searcher.set_bm25(k1=0.9, b=0.4)")},
+    "card": {
+        "prompt": Setting(QUERY2DOC_PROMPT.template, QUERY2DOC_PROMPT.source),
+        "system_prompt": Setting(None, "Wang et al. 2023: a single prompt, no system message"),
+        "do_sample": Setting(False, "irgrid: greedy (the GPT-4 API sampling of Wang et al. 2023 is not reproducible)"),
+        "max_new_tokens": Setting(128, "Wang et al. 2023, Section 3: at most 128 generated tokens"),
+        "repeats": Setting(5, "Wang et al. 2023, Eq. 1: q+ = concat({q} × 5, d')"),
+    },
+}
 
 register(Retriever(
     name="query2doc", family="expansion", architecture="query-expansion", paper_name="query2doc",
     index=LUCENE_FLAT, query=query2doc_query, models={"generator": QWEN},
     options={"k1": 0.9, "b": 0.4, "num_results": 1000, "repeats": 5, **GEN_OPTIONS}, extra="expansion",
+    profiles=QUERY2DOC_PROFILES,
     reference=f"Wang et al. 2023; q+ = query ×5 + pseudo-document, BM25 (shares the bm25 index); "
-              f"prompt: {QUERY2DOC_PROMPT.source}; generator Qwen2.5-7B-Instruct as in the paper",
+              f"prompt: {QUERY2DOC_PROMPT.source}; generator Qwen2.5-7B-Instruct as in the paper. The paper's code "
+              f"generates with one system + user prompt, T=0.7 sampling, 256 new tokens ({DENSE_PY}); how it forms "
+              f"the expanded query was not found in its src/run.py or src/run_v2.py, so both profiles repeat the "
+              f"query 5 times (Wang et al.). Generation dtype: fp16 in the paper's code, bf16 here",
 ))
 
 
@@ -107,7 +191,7 @@ def hyde_query(index, ctx: QueryContext):
     batch = int(ctx.options["batch_size"])
     q_engine = engine_for(spec, "q", ctx.models["query"], ctx.device, batch)
     d_engine = engine_for(spec, "d", ctx.models["doc"], ctx.device, batch)
-    return (Expand(_generator(ctx, HYDE_PROMPT), mode="column", out_column="hyde_doc")
+    return (Expand(_generator(ctx, "hyde"), mode="column", out_column="hyde_doc")
             >> HydeEncode(q_engine, d_engine)
             >> ExactRetriever(index, num_results=int(ctx.options["num_results"]), device=ctx.device))
 
@@ -143,21 +227,40 @@ def HydeEncode(q_engine, d_engine):  # noqa: N802  (a class built lazily: no tor
     return _hyde_encode_cls()(q_engine, d_engine)
 
 
+_HYDE_GEN = "texttron/hyde src/hyde/generator.py OpenAIGenerator defaults"
+HYDE_OPTIONS = {**GEN_OPTIONS, "prompt": HYDE_PROMPT.template, "do_sample": True, "temperature": 0.7, "top_p": 1.0,
+                "top_k": 0, "max_new_tokens": 512}
+HYDE_PROFILES = {
+    "paper": PAPER_GENERATION,
+    "card": {
+        "prompt": Setting(HYDE_PROMPT.template, HYDE_PROMPT.source),
+        "system_prompt": Setting(None, "texttron/hyde src/hyde/generator.py: one user message"),
+        "do_sample": Setting(True, f"{_HYDE_GEN}: temperature=0.7"),
+        "temperature": Setting(0.7, f"{_HYDE_GEN}: temperature=0.7"),
+        "top_p": Setting(1.0, f"{_HYDE_GEN}: top_p=1"),
+        "top_k": Setting(0, f"{_HYDE_GEN}: the OpenAI API has no top-k (0 disables the checkpoint's)"),
+        "max_new_tokens": Setting(512, f"{_HYDE_GEN}: max_tokens=512"),
+    },
+}
+
+
 def make_hyde(options: Mapping[str, Any]) -> Retriever:
     """HyDE over the dense entry named by `encoder`: same index, same encoders, plus a generator."""
     dense = RETRIEVERS.get(str(options["encoder"]))
     if dense.family != "dense" or "query" not in dense.models or dense.index is None:
         raise ValueError(f"hyde: encoder {dense.name!r} is not a single-vector dense entry")
-    opts = {**dense.options, **GEN_OPTIONS, **{k: v for k, v in options.items()
-                                                 if k in GEN_OPTIONS or k == "num_results"}}
+    opts = {**dense.options, **HYDE_OPTIONS, **{k: v for k, v in options.items()
+                                                  if k in HYDE_OPTIONS or k == "num_results"}}
     opts["encoder"] = dense.name
     return dataclasses.replace(
         dense, name="hyde", family="expansion", architecture="query-expansion", paper_name="HyDE",
         query=hyde_query, models={"query": dense.models["query"], "doc": dense.index.models["doc"],
                                   "generator": QWEN},
-        options=opts, extra="expansion", derive=make_hyde, derive_options=("encoder",),
+        options=opts, extra="expansion", derive=make_hyde, derive_options=("encoder",), profiles=HYDE_PROFILES,
         reference=f"Gao et al. 2023; hypothetical document from Qwen2.5-7B-Instruct (the paper), averaged with the "
-                  f"query embedding, over the {dense.name} index (shared); prompt: {HYDE_PROMPT.source}",
+                  f"query embedding, over the {dense.name} index (shared); prompt: {HYDE_PROMPT.source}. HyDE's "
+                  f"repository averages 8 sampled documents (n=8); irgrid generates one in both profiles, as the "
+                  f"paper's code (0.5 * (q + d), src/run.py)",
     )
 
 

@@ -21,16 +21,56 @@ from typing import Any
 import pandas as pd
 import pyterrier as pt
 
-from irgrid import settings
+from irgrid import prompts, settings
 from irgrid._util import config_hash
-from irgrid.prompts import Decoding, Prompt
+from irgrid.prompts import Prompt
+
+
+@dataclass(frozen=True)
+class Decoding(prompts.Decoding):
+    """Decoding settings of an entry (its options): greedy by default; `do_sample` with `temperature`, `top_p`,
+    `top_k` (None: the checkpoint's generation_config decides, as in a plain `generate(do_sample=True, ...)`
+    call); `max_input_length` truncates the rendered prompt (None: no truncation). A greedy configuration keeps
+    the key of `prompts.Decoding`, so caches written before these knobs existed stay valid."""
+
+    do_sample: bool = False
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    max_input_length: int | None = None
+
+    def config(self) -> dict[str, Any]:
+        out = super().config()
+        extra = {"do_sample": self.do_sample, "temperature": self.temperature, "top_p": self.top_p,
+                 "top_k": self.top_k, "max_input_length": self.max_input_length}
+        out.update({k: v for k, v in extra.items() if v not in (None, False)})
+        return out
+
+    def generate_kwargs(self) -> dict[str, Any]:
+        kw: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "do_sample": self.do_sample}
+        if self.do_sample:
+            kw.update({k: v for k, v in (("temperature", self.temperature), ("top_p", self.top_p),
+                                         ("top_k", self.top_k)) if v is not None})
+        return kw
+
+
+def render_chat(tokenizer, prompt: Prompt, text: str) -> str:
+    """The exact string the generator sees: the system and user messages through the checkpoint's chat template
+    (with the assistant turn opened), or joined by newlines for a model without one (base models, tiny ones)."""
+    messages = ([{"role": "system", "content": prompt.system}] if prompt.system else [])
+    messages.append({"role": "user", "content": prompt.render(text)})
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return "\n".join(m["content"] for m in messages) + "\n"
 
 
 @functools.cache
 def _load_causal_lm(location: str, revision: str | None, device: str | None):
-    """One model per process (shared by query2doc and HyDE when they use the same generator)."""
+    """One model per process (shared by query2doc and HyDE when they use the same generator), loaded strictly."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from irgrid.loading import from_pretrained_strict
 
     kwargs = {"revision": revision} if revision else {}
     tokenizer = AutoTokenizer.from_pretrained(location, **kwargs)
@@ -39,7 +79,8 @@ def _load_causal_lm(location: str, revision: str | None, device: str | None):
         tokenizer.pad_token = tokenizer.eos_token
     dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if dev.startswith("cuda") else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(location, dtype=dtype, **kwargs).to(dev).eval()
+    model = from_pretrained_strict(AutoModelForCausalLM, location, what=f"generator {location}", dtype=dtype,
+                                   **kwargs).to(dev).eval()
     return tokenizer, model
 
 
@@ -114,19 +155,15 @@ class Generator:
 
         tokenizer, model = _load_causal_lm(self.resolved.location, self.resolved.kwargs().get("revision"),
                                            self.device)
-        prompts = []
-        for text in texts:
-            messages = ([{"role": "system", "content": self.prompt.system}] if self.prompt.system else [])
-            messages.append({"role": "user", "content": self.prompt.render(text)})
-            if tokenizer.chat_template:
-                prompts.append(tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
-            else:  # base models (and tiny stand-ins) have no chat template: plain text prompt
-                prompts.append("\n".join(m["content"] for m in messages) + "\n")
-        enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+        rendered = [render_chat(tokenizer, self.prompt, text) for text in texts]
+        limit = getattr(self.decoding, "max_input_length", None)
+        enc = tokenizer(rendered, return_tensors="pt", padding=True, add_special_tokens=False,
+                        **({"truncation": True, "max_length": int(limit)} if limit else {})).to(model.device)
+        kwargs = self.decoding.generate_kwargs() if hasattr(self.decoding, "generate_kwargs") else \
+            {"max_new_tokens": self.decoding.max_new_tokens, "do_sample": False}
         torch.manual_seed(self.decoding.seed)
         with torch.inference_mode():
-            out = model.generate(**enc, max_new_tokens=self.decoding.max_new_tokens, do_sample=False,
-                                 pad_token_id=tokenizer.pad_token_id)
+            out = model.generate(**enc, pad_token_id=tokenizer.pad_token_id, **kwargs)
         return [tokenizer.decode(o[enc["input_ids"].shape[1]:], skip_special_tokens=True).strip() for o in out]
 
 
@@ -163,3 +200,60 @@ class Expand(pt.Transformer):
             out["query"] = [" ".join([q] * self.repeats + [g]) for q, g in zip(topics["query"], generated)]
             return out
         return topics.assign(**{self.out_column: generated})
+
+
+# -- docT5query ---------------------------------------------------------------------------------------------------
+@functools.cache
+def load_seq2seq(location: str, revision: str | None, device: str | None):
+    """A docT5query checkpoint, loaded strictly. pyterrier-doc2query's Doc2Query loads non-strictly and fixes the
+    input length at 64 tokens (the model card and the paper's code use 320/512), hence our own small stage."""
+    import torch
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from irgrid.loading import from_pretrained_strict
+
+    kwargs = {"revision": revision} if revision else {}
+    tokenizer = AutoTokenizer.from_pretrained(location, **kwargs)
+    model = from_pretrained_strict(AutoModelForSeq2SeqLM, location, what=f"docT5query {location}", **kwargs)
+    dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    return tokenizer, model.to(dev).eval()
+
+
+class DocT5Query(pt.Transformer):
+    """Appends `num_samples` generated queries to each document's text (docT5query): the document truncated to
+    `input_max_length` tokens, queries sampled up to `max_length` tokens (top-k and/or nucleus sampling), the
+    expansion `text + " " + " ".join(queries)` as in the paper's code. Sampling is seeded once per instance."""
+
+    def __init__(self, model, num_samples: int = 3, input_max_length: int = 512, max_length: int = 64,
+                 do_sample: bool = True, top_k: int | None = 10, top_p: float | None = None, batch_size: int = 8,
+                 seed: int = 0):
+        import torch
+
+        self.tokenizer, self.model = model
+        self.num_samples, self.input_max_length, self.max_length = num_samples, input_max_length, max_length
+        self.do_sample, self.top_k, self.top_p, self.batch_size = do_sample, top_k, top_p, batch_size
+        torch.manual_seed(seed)
+
+    def queries(self, texts: list[str]) -> list[list[str]]:
+        import torch
+
+        enc = self.tokenizer(texts, max_length=self.input_max_length, truncation=True, padding=True,
+                             return_tensors="pt").to(self.model.device)
+        kw: dict[str, Any] = {"max_length": self.max_length, "do_sample": self.do_sample,
+                              "num_return_sequences": self.num_samples}
+        kw.update({k: v for k, v in (("top_k", self.top_k), ("top_p", self.top_p)) if v is not None})
+        with torch.inference_mode():
+            out = self.model.generate(**enc, **kw)
+        decoded = self.tokenizer.batch_decode(out, skip_special_tokens=True)
+        n = self.num_samples
+        return [decoded[i * n:(i + 1) * n] for i in range(len(texts))]
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        if len(inp) == 0:
+            return inp
+        texts = inp["text"].astype(str).tolist()
+        expanded = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = texts[start: start + self.batch_size]
+            expanded += [" ".join([t, *qs]) for t, qs in zip(batch, self.queries(batch))]
+        return inp.assign(text=expanded)
