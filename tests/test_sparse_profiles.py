@@ -251,9 +251,9 @@ def test_greedy_decoding_keeps_its_cache_key():
 # -- docT5query ---------------------------------------------------------------------------------------------------
 def test_doct5query_input_length_sampling_and_expansion(monkeypatch):
     import pandas as pd
+    from irgrid.pipelines.expansion import DOC2QUERY
 
     from irgrid.generation import DocT5Query, load_seq2seq
-    from irgrid.pipelines.expansion import DOC2QUERY
     from irgrid.tiny import tiny_folder
 
     tokenizer, model = load_seq2seq(str(tiny_folder(DOC2QUERY.id, DOC2QUERY.arch, DOC2QUERY.tiny)), None, "cpu")
@@ -297,8 +297,9 @@ def test_profiles_that_agree_share_caches():
 
 # -- strict loading -----------------------------------------------------------------------------------------------
 def test_loaders_reject_mismatched_checkpoints():
-    from irgrid.backends.impact import load_token_regressor, load_unicoil
     from irgrid.pipelines.learned_sparse import load_splade
+
+    from irgrid.backends.impact import load_token_regressor, load_unicoil
     from irgrid.tiny import tiny_folder
 
     plain_bert = str(tiny_folder("test/plain-bert", "bert"))  # BertModel: no token-regression or MLM head
