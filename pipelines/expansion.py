@@ -62,6 +62,24 @@ PAPER_GENERATION = {
     "max_new_tokens": Setting(256, f"{_GEN}: model.generate(max_new_tokens=256)"),
     "max_input_length": Setting(768, f"{_GEN}: tokenizer(..., truncation=True, max_length=768)"),
 }
+# query2doc's own generator in the paper's code (f8a7b63): another system message (its "query:." is verbatim),
+# the same user message, T=1 sampling, 128 new tokens
+_Q2D = f"{DENSE_PY} generate_pseudo_docs_for_query_expansion"
+QUERY2DOC_PAPER_SYSTEM = (
+    "You are a retrieval-focused assistant. Write a passage that answers the given query:.\n\nRequirements:\n"
+    "- Do NOT mention that you are an assistant or that this is hypothetical.\n- Do NOT restate the query.\n"
+    "- No bullet points or headings.\n- Write one coherent paragraph of 150–300 words."
+)
+QUERY2DOC_PAPER_GENERATION = {
+    "system_prompt": Setting(QUERY2DOC_PAPER_SYSTEM, f"{_Q2D}: build_messages, system message"),
+    "prompt": Setting(PAPER_USER, f"{_Q2D}: build_messages, user message"),
+    "do_sample": Setting(True, f"{_Q2D}: model.generate(do_sample=True)"),
+    "temperature": Setting(1.0, f"{_Q2D}: model.generate(temperature=1)"),
+    "top_p": Setting(None, f"{_Q2D}: top_p commented out (the checkpoint's generation_config applies)"),
+    "top_k": Setting(None, f"{_Q2D}: not set (the checkpoint's generation_config applies)"),
+    "max_new_tokens": Setting(128, f"{_Q2D}: model.generate(max_new_tokens=128)"),
+    "max_input_length": Setting(768, f"{_Q2D}: tokenizer(..., truncation=True, max_length=768)"),
+}
 # generation options every generating entry has (the card values of query2doc; HyDE overrides its own)
 GEN_OPTIONS = {"max_new_tokens": 128, "gen_batch_size": 8, "prompt": QUERY2DOC_PROMPT.template, "system_prompt": None,
                "do_sample": False, "temperature": None, "top_p": None, "top_k": None, "max_input_length": None,
@@ -156,7 +174,7 @@ def query2doc_query(index, ctx: QueryContext):
 
 
 QUERY2DOC_PROFILES = {
-    "paper": {**PAPER_GENERATION,
+    "paper": {**QUERY2DOC_PAPER_GENERATION,
               "k1": Setting(0.9, f"{REPO}src/run.py: Lucene BM25 searcher.set_bm25(k1=0.9, b=0.4)"),
               "b": Setting(0.4, f"{REPO}src/run.py: searcher.set_bm25(k1=0.9, b=0.4)")},
     "card": {
@@ -175,9 +193,12 @@ register(Retriever(
     profiles=QUERY2DOC_PROFILES,
     reference=f"Wang et al. 2023; q+ = query ×5 + pseudo-document, BM25 (shares the bm25 index); "
               f"prompt: {QUERY2DOC_PROMPT.source}; generator Qwen2.5-7B-Instruct as in the paper. The paper's code "
-              f"generates with one system + user prompt, T=0.7 sampling, 256 new tokens ({DENSE_PY}); how it forms "
-              f"the expanded query was not found in its src/run.py or src/run_v2.py, so both profiles repeat the "
-              f"query 5 times (Wang et al.). Generation dtype: fp16 in the paper's code, bf16 here",
+              f"has a generator for query2doc, generate_pseudo_docs_for_query_expansion ({DENSE_PY}: its own system "
+              f"message, T=1 sampling, 128 new tokens), which the paper profile follows; but no stored run file "
+              f"calls it (src/run.py and src/run_v2.py have no query2doc branch), so whether query2doc reused "
+              f"HyDE's generations (generate_docs_for_query_expansion: T=0.7, 256 tokens) cannot be settled, nor "
+              f"how the expanded query was formed: both profiles repeat the query 5 times (Wang et al.). "
+              f"Generation dtype: fp16 in the paper's code, bf16 here",
 ))
 
 

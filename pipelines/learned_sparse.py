@@ -99,7 +99,8 @@ def unicoil_stage(ctx: BuildContext):
     enc, p = ctx.models["doc"], ctx.params
     model = load_unicoil(enc.location, _revision(enc), ctx.device, _tiny(enc),
                          _allowed(p, "doc")["allow_unexpected"])
-    return UniCoilEncoder(model, "d", skip=p["skip"], **_quantisation(p)) >> _select("docno", "toks")
+    return UniCoilEncoder(model, "d", skip=p["skip"], keep_sep=bool(p["keep_sep"]), **_quantisation(p)) \
+        >> _select("docno", "toks")
 
 
 def sparta_stage(ctx: BuildContext):
@@ -147,7 +148,8 @@ def unicoil_query(index, ctx: QueryContext):
 
     enc, o = ctx.models["query"], ctx.options
     model = load_unicoil(enc.location, _revision(enc), ctx.device, _tiny(enc), _allowed(o, "query")["allow_unexpected"])
-    return UniCoilEncoder(model, "q", batch_size=64, max_length=int(o["max_length"])) >> \
+    return UniCoilEncoder(model, "q", batch_size=64, max_length=int(o["query_max_length"]),
+                          aggregate=o["query_aggregate"], keep_sep=bool(o["keep_sep"])) >> \
         index.quantized(num_results=o["num_results"])
 
 
@@ -170,7 +172,7 @@ def bm25_query(index, ctx: QueryContext):
 # entry re-derives itself when one changes (Retriever.derive), which is how a profile reaches the document side.
 DOC_OPTIONS = {
     "splade": ("max_length", "batch_size", "scale", "rounding", "top_k", "strict"),
-    "unicoil": ("max_length", "batch_size", "scale", "rounding", "top_k", "skip", "strict"),
+    "unicoil": ("max_length", "batch_size", "scale", "rounding", "top_k", "skip", "keep_sep", "strict"),
     "sparta": ("max_length", "batch_size", "scale", "rounding", "top_k", "zero_special", "strict"),
     "deepct": ("max_length", "batch_size", "scale", "rounding", "top_k", "activation", "cap", "aggregate",
                "keep_text_if_empty", "strict"),
@@ -235,6 +237,7 @@ ENCODER_PY = REPO + "src/encoders/sparse_encoder.py"
 SPARTA_PY = REPO + "src/models/sparta.py"
 RUN_PY = REPO + "src/run.py"
 LUCENE_PY = REPO + "src/indexing/lucene_indexer.py"
+PYSERINI_UNICOIL = "castorini/pyserini pyserini/encode/_unicoil.py"
 ANSERINI_TRUNC = (f"{LUCENE_PY} (JsonVectorCollection --impact --pretokenized: Anserini casts each float weight "
                   f"to an integer term frequency) with {SPARTA_PY} writing unscaled float weights")
 
@@ -290,6 +293,7 @@ sparse_entry(SparseSpec(
 sparse_entry(SparseSpec(
     "unicoil", "unicoil", {"doc": UNICOIL}, {"query": UNICOIL},
     options={"max_length": 512, "batch_size": 32, "scale": 100.0, "rounding": "round", "top_k": None, "skip": None,
+             "keep_sep": True, "query_max_length": 128, "query_aggregate": "sum",
              # BertModel without pooler: the checkpoint's pooler and its `tok_proj` head (loaded separately)
              "strict": {"doc": {"allow_unexpected": ["*pooler.*", "*tok_proj.*"]},
                         "query": {"allow_unexpected": ["*pooler.*", "*tok_proj.*"]}}},
@@ -302,6 +306,9 @@ sparse_entry(SparseSpec(
             "skip": S(r"\W+", f"{ENCODER_PY} _worker_unicoil: tokens in _PUNC or matching ^\\W+$ are dropped"),
             "rounding": S("round", f"{ENCODER_PY} _worker_unicoil prune_scale: int(round(w * scale))"),
             "scale": S(100.0, f"{ENCODER_PY} encode(): 'scale': 100"),
+            "keep_sep": S(True, f"{ENCODER_PY} _worker_unicoil: Pyserini UniCoilDocumentEncoder (keeps [SEP])"),
+            "query_max_length": S(128, f"{ENCODER_PY} SparseEncoder.__init__: Pyserini UniCoilQueryEncoder (128)"),
+            "query_aggregate": S("sum", f"{ENCODER_PY} SparseEncoder.__init__: Pyserini UniCoilQueryEncoder (sum)"),
         },
         "card": {
             "doc": S("castorini/unicoil-noexp-msmarco-passage", "Lin & Ma 2021, arXiv:2106.14807: the noexp "
@@ -310,13 +317,19 @@ sparse_entry(SparseSpec(
             "skip": S(None, "Lin & Ma 2021: no term filter"),
             "rounding": S("round", "irgrid default kept (Pyserini's uniCOIL impacts are ×100 integers); not "
                                    "re-verified offline"),
+            "keep_sep": S(True, f"{PYSERINI_UNICOIL}: _output_to_weight_dicts skips only [CLS] and [PAD]"),
+            "query_max_length": S(128, f"{PYSERINI_UNICOIL}: UniCoilQueryEncoder.encode max_length = 128"),
+            "query_aggregate": S("sum", f"{PYSERINI_UNICOIL}: UniCoilQueryEncoder sums a repeated token's weights"),
         },
     },
     paper_name="uniCOIL", version=2,
     reference=f"Lin & Ma 2021, arXiv:2106.14807; castorini/unicoil-noexp-msmarco-passage; {UNPINNED}. The paper's "
               f"code encodes documents with unicoil-msmarco-passage (trained on docT5query-expanded passages) but "
-              f"indexes unexpanded documents, and queries with the noexp checkpoint ({ENCODER_PY}); its "
-              f"document vectors also keep Pyserini's [SEP] token, which irgrid drops in both profiles",
+              f"indexes unexpanded documents, and queries with the noexp checkpoint ({ENCODER_PY}). Both profiles "
+              f"follow Pyserini's encoders ([SEP] kept as a term, query repeats summed, queries cut at 128); "
+              f"Pyserini's integer query weights round(w / 5 × 256) are kept as floats here (PISA quantises "
+              f"them). The paper's 4723eff worker drops each shard's last partial batch of documents (a bug not "
+              f"reproduced)",
 ))
 
 # -- SPARTA ------------------------------------------------------------------------------------------------------
@@ -326,13 +339,13 @@ sparse_entry(SparseSpec(
              "zero_special": True, "query_unique": False, "query_max_tokens": None, "strict": {}},
     profiles={
         "paper": {
-            "max_length": S(512, f"{SPARTA_PY} _encode_batch: tokenizer(..., max_length=512)"),
+            "max_length": S(500, f"{SPARTA_PY} _encode_batch: tokenizer(..., max_length=500) (4bedb75; 512 before)"),
             "top_k": S(512, f"{SPARTA_PY} SPARTA.__init__(top_k=512), used unchanged by {ENCODER_PY} _worker_sparta"),
             "scale": S(1.0, f"{SPARTA_PY} _encode_batch: unscaled log(1+ReLU) weights"),
             "rounding": S("trunc", ANSERINI_TRUNC),
-            "zero_special": S(False, f"{SPARTA_PY} _encode_batch: the raw input embedding table, specials included"),
-            "query_unique": S(True, f"{SPARTA_PY} encode: {{token: 1 for token in tokens}}"),
-            "query_max_tokens": S(None, f"{SPARTA_PY} encode: tokenizer.tokenize(query), no truncation"),
+            "zero_special": S(True, f"{SPARTA_PY} _encode_batch: transformed_scores[:, special_token_ids] = 0"),
+            "query_unique": S(False, f"{SPARTA_PY} encode: term frequency of each query word-piece"),
+            "query_max_tokens": S(None, f"{SPARTA_PY} encode: tokenizer(query, add_special_tokens=False), no cap"),
         },
         "card": {
             "max_length": S(500, "beir/retrieval/models/sparta.py (beir-cellar/beir): max_length=500"),
@@ -347,8 +360,9 @@ sparse_entry(SparseSpec(
     paper_name="SPARTA", version=2,
     reference=f"Zhao et al. 2021 (NAACL); BEIR's SPARTA (top 2000 terms, max length 500); {PAPER}; {UNPINNED}. "
               f"The paper's code keeps the top 512 unscaled weights, which Anserini's impact index truncates to "
-              f"integers (most log(1+ReLU) weights are below 5), and weighs each distinct query word-piece once "
-              f"({SPARTA_PY}, {LUCENE_PY}); the paper's text says both 512 and 2000 are cited",
+              f"integers (most log(1+ReLU) weights are below 5) ({SPARTA_PY}, {LUCENE_PY}); the paper's text says "
+              f"both 512 and 2000 are cited. The paper's code (as BEIR's) takes the max over padded positions "
+              f"too, so its weights depend on batch composition; irgrid masks padding in both profiles",
 ))
 
 # -- DeepCT ------------------------------------------------------------------------------------------------------

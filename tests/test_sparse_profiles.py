@@ -77,7 +77,7 @@ def test_sparta_impacts():
     paper, card = quantise("sparta", "paper", many), quantise("sparta", "card", many)
     assert len(paper) == 512 and set(paper.values()) == {2, 3}  # 1.988 .. 3.499 truncated
     assert len(card) == 2000 and min(card.values()) == round(100 * (1 + 500 / 1000))
-    assert stage_params("sparta", "paper")["max_length"] == 512 and stage_params("sparta", "card")["max_length"] == 500
+    assert stage_params("sparta", "paper")["max_length"] == stage_params("sparta", "card")["max_length"] == 500
 
 
 @pytest.mark.parametrize("name", ["splade-v3", "splade-tiny"])
@@ -149,8 +149,10 @@ def test_sparta_query_tokens(wordpiece):
         o = irgrid.retriever("sparta").with_profile(profile).options
         out[profile] = QueryTokens(wordpiece, unique=o["query_unique"], max_tokens=o["query_max_tokens"])(
             topics)["query_toks"][0]
-    assert out["paper"] == {"what": 1.0, "is": 1.0, "dna": 1.0, "and": 1.0, "rna": 1.0, "?": 1.0}
-    assert out["card"] == {"what": 2.0, "is": 2.0, "dna": 1.0, "and": 1.0, "rna": 1.0, "?": 1.0}
+    # both count repeats: src/models/sparta.py (4bedb75) and BEIR; its older version weighed each piece once
+    assert out["paper"] == out["card"] == {"what": 2.0, "is": 2.0, "dna": 1.0, "and": 1.0, "rna": 1.0, "?": 1.0}
+    assert QueryTokens(wordpiece, unique=True)(topics)["query_toks"][0] == dict.fromkeys(out["card"], 1.0)
+    assert QueryTokens(wordpiece, max_tokens=3)(topics)["query_toks"][0] == {"what": 1.0, "is": 1.0, "dna": 1.0}
 
 
 def test_sparta_special_tokens_follow_the_profile():
@@ -185,6 +187,35 @@ def test_unicoil_paper_encodes_documents_with_the_expansion_checkpoint():
     assert paper.index.stage.models["doc"].id == "castorini/unicoil-msmarco-passage"
     assert card.index.stage.models["doc"].id == "castorini/unicoil-noexp-msmarco-passage"
     assert paper.models["query"].id == card.models["query"].id == "castorini/unicoil-noexp-msmarco-passage"
+
+
+def test_unicoil_query_and_document_aggregation():
+    import pandas as pd
+    from irgrid.pipelines.learned_sparse import UNICOIL
+
+    from irgrid.backends.impact import UniCoilEncoder, load_unicoil
+    from irgrid.tiny import tiny_folder
+
+    entry = irgrid.retriever("unicoil")
+    allowed = tuple(entry.options["strict"]["query"]["allow_unexpected"])
+    model = load_unicoil(str(tiny_folder(UNICOIL.id, UNICOIL.arch)), None, "cpu", True, allowed)
+    tokenizer, bert, proj = model
+    text = "dna binds dna"
+    enc = tokenizer([text], return_tensors="pt")
+    with torch.no_grad():
+        w = torch.relu(proj(bert(**enc).last_hidden_state)).squeeze(-1)[0].tolist()
+    pieces = tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())  # [CLS] dna binds dna [SEP]
+    assert pieces == ["[CLS]", "dna", "binds", "dna", "[SEP]"]
+    for profile in PROFILES:  # both follow Pyserini: queries sum repeats (cut at 128), documents take the max
+        o = entry.with_profile(profile).options
+        q = UniCoilEncoder(model, "q", aggregate=o["query_aggregate"], keep_sep=o["keep_sep"],
+                           max_length=o["query_max_length"])(pd.DataFrame({"qid": ["1"], "query": [text]}))
+        assert q["query_toks"][0] == pytest.approx({k: v for k, v in
+                                                    {"dna": w[1] + w[3], "binds": w[2], "[SEP]": w[4]}.items() if v > 0})
+        assert o["query_max_length"] == 128
+    d = UniCoilEncoder(model, "d", keep_sep=True, top_k=None).weights([text])[0]
+    assert d == pytest.approx({k: v for k, v in {"dna": max(w[1], w[3]), "binds": w[2], "[SEP]": w[4]}.items()
+                               if v > 0})
 
 
 # -- generation ---------------------------------------------------------------------------------------------------
@@ -224,8 +255,14 @@ def test_rendered_prompts_and_decoding(name, chat_tokenizer):
                         do_sample=o["do_sample"], temperature=o["temperature"], top_p=o["top_p"], top_k=o["top_k"],
                         max_input_length=o["max_input_length"])
 
-    assert rendered("paper", chat_tokenizer) == PAPER_RENDERED
-    assert decoding("paper").generate_kwargs() == {"max_new_tokens": 256, "do_sample": True, "temperature": 0.7}
+    if name == "hyde":
+        assert rendered("paper", chat_tokenizer) == PAPER_RENDERED
+        assert decoding("paper").generate_kwargs() == {"max_new_tokens": 256, "do_sample": True, "temperature": 0.7}
+    else:  # query2doc's own generator in the paper's code: another system message, T=1, 128 tokens
+        assert rendered("paper", chat_tokenizer) == PAPER_RENDERED.replace(
+            "Given a query, you write a *self-contained*, factual passage that could appear in a document relevant "
+            "to that query.", "Write a passage that answers the given query:.")
+        assert decoding("paper").generate_kwargs() == {"max_new_tokens": 128, "do_sample": True, "temperature": 1.0}
     assert decoding("paper").max_input_length == 768
     card_user = {"query2doc": "Write a passage that answers the given query:\n\nQuery: what is dna?\n\nPassage:",
                  "hyde": "Please write a passage to answer the question.\nQuestion: what is dna?\nPassage:"}[name]

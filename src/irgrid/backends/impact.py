@@ -164,9 +164,15 @@ class TokenWeights(pt.Transformer):
 
 
 class UniCoilEncoder(TokenWeights):
-    def __init__(self, model, rep: str = "d", **kw):
+    """`aggregate`: how repeats of a word-piece combine ('max' as Pyserini's document encoder, 'sum' as its query
+    encoder); `keep_sep`: [SEP] is a term like any other (Pyserini skips only [CLS] and padding)."""
+
+    def __init__(self, model, rep: str = "d", aggregate: str = "max", keep_sep: bool = False, **kw):
         super().__init__(**kw)
         self.tokenizer, self.bert, self.proj = model
+        if aggregate not in ("max", "sum"):
+            raise ValueError(f"uniCOIL: aggregate must be 'max' or 'sum', got {aggregate!r}")
+        self.aggregate, self.keep_sep = aggregate, keep_sep
         self.rep = rep
         if rep == "q":  # queries keep float weights; the PISA query side quantises them
             self.in_field, self.out_field = "query", "query_toks"
@@ -179,7 +185,9 @@ class UniCoilEncoder(TokenWeights):
                              return_tensors="pt").to(self.bert.device)
         with torch.inference_mode():
             w = torch.relu(self.proj(self.bert(**enc).last_hidden_state)).squeeze(-1).float().cpu()
-        return _per_token_max(self.tokenizer, enc["input_ids"].cpu(), enc["attention_mask"].cpu(), w)
+        skip = SPECIAL - {"[SEP]"} if self.keep_sep else SPECIAL
+        return _per_token(self.tokenizer, enc["input_ids"].cpu(), enc["attention_mask"].cpu(), w, skip,
+                          self.aggregate)
 
 
 class DeepCTEncoder(TokenWeights):
@@ -306,12 +314,14 @@ class QueryTokens(pt.Transformer):
         return topics.assign(query_toks=toks)
 
 
-def _per_token_max(tokenizer, ids: torch.Tensor, mask: torch.Tensor, w: torch.Tensor) -> list[dict[str, float]]:
+def _per_token(tokenizer, ids: torch.Tensor, mask: torch.Tensor, w: torch.Tensor, skip: set[str] = SPECIAL,
+               aggregate: str = "max") -> list[dict[str, float]]:
+    """{word-piece: weight} per text: padding and `skip` tokens left out, repeats combined by max or sum."""
     out = []
     for row_ids, row_mask, row_w in zip(ids, mask, w):
         d: dict[str, float] = {}
         for tok, m, x in zip(tokenizer.convert_ids_to_tokens(row_ids.tolist()), row_mask.tolist(), row_w.tolist()):
-            if m and tok not in SPECIAL and x > 0:
-                d[tok] = max(d.get(tok, 0.0), x)
+            if m and tok not in skip and x > 0:
+                d[tok] = (max(d.get(tok, 0.0), x) if aggregate == "max" else d.get(tok, 0.0) + x)
         out.append(d)
     return out
