@@ -183,6 +183,12 @@ QUERY2DOC_PROFILES = {
         "do_sample": Setting(False, "irgrid: greedy (the GPT-4 API sampling of Wang et al. 2023 is not reproducible)"),
         "max_new_tokens": Setting(128, "Wang et al. 2023, Section 3: at most 128 generated tokens"),
         "repeats": Setting(5, "Wang et al. 2023, Eq. 1: q+ = concat({q} × 5, d')"),
+        "temperature": Setting(None, "greedy decoding: no temperature"),
+        "top_p": Setting(None, "greedy decoding: no nucleus sampling"),
+        "top_k": Setting(None, "greedy decoding: no top-k sampling"),
+        "max_input_length": Setting(None, "Wang et al. 2023: the prompt is sent whole"),
+        "k1": Setting(0.9, "Pyserini/Anserini BM25 defaults (Wang et al. 2023 retrieve with BM25)"),
+        "b": Setting(0.4, "Pyserini/Anserini BM25 defaults"),
     },
 }
 
@@ -261,6 +267,7 @@ HYDE_PROFILES = {
         "top_p": Setting(1.0, f"{_HYDE_GEN}: top_p=1"),
         "top_k": Setting(0, f"{_HYDE_GEN}: the OpenAI API has no top-k (0 disables the checkpoint's)"),
         "max_new_tokens": Setting(512, f"{_HYDE_GEN}: max_tokens=512"),
+        "max_input_length": Setting(None, "texttron/hyde src/hyde/generator.py: the prompt is sent whole"),
     },
 }
 

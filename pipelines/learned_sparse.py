@@ -282,6 +282,7 @@ sparse_entry(SparseSpec(
         "card": {
             "rounding": S("trunc", "pyterrier-splade Splade.doc_encoder (int() of the ×100 weight)"),
             "top_k": S(None, "no pruning: scores compare with pyterrier-splade's own encoder"),
+            "scale": S(100.0, "pyterrier-splade Splade.doc_encoder (×100)"),
         },
     },
     paper_name=None, version=4,
@@ -314,6 +315,7 @@ sparse_entry(SparseSpec(
             "doc": S("castorini/unicoil-noexp-msmarco-passage", "Lin & Ma 2021, arXiv:2106.14807: the noexp "
                      "checkpoint for unexpanded documents (the paper's README lists it)"),
             "top_k": S(None, "Lin & Ma 2021: every term of the (≤512-token) passage is kept"),
+            "scale": S(100.0, "Pyserini's uniCOIL impacts: weights ×100"),
             "skip": S(None, "Lin & Ma 2021: no term filter"),
             "rounding": S("round", "irgrid default kept (Pyserini's uniCOIL impacts are ×100 integers); not "
                                    "re-verified offline"),
@@ -389,6 +391,8 @@ sparse_entry(SparseSpec(
             "aggregate": S("max", "irgrid default kept: one term frequency per distinct word"),
             "keep_text_if_empty": S(False, "Dai & Callan 2020: the pseudo-document replaces the text"),
             "scale": S(100.0, "Dai & Callan 2020 (×100), as the paper's text, Section 3.3.2"),
+            "rounding": S("round", "Dai & Callan 2020: tf = round(weight × 100)"),
+            "max_length": S(512, "BERT's 512-token input (irgrid default kept; DeepCT trained on passages)"),
             "k1": S(10.0, "the paper's text, Section 3.3.2 (DeepCT's original hyperparameters, per Section 4.1)"),
             "b": S(0.9, "the paper's text, Section 3.3.2"),
         },
