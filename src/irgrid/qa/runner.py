@@ -106,10 +106,20 @@ def from_dict(raw: Any, source: str = "<dict>") -> QASpec:
     names = raw.get("readers")
     if not names or not isinstance(names, list):
         raise QAExperimentError(f"{source}: 'readers' must be a non-empty list of reader names")
-    try:
-        reader_list = [readers.get(str(n)) for n in names]
-    except KeyError as e:
-        raise QAExperimentError(f"{source}: readers: {e}") from None
+    reader_list = []
+    for i, n in enumerate(names):
+        if isinstance(n, dict) and "replay" in n:  # released answers of the DisastQA authors (irgrid.qa.replay)
+            from irgrid.qa import replay
+
+            try:
+                reader_list.append(replay.reader_entry(n, f"{source}: readers[{i}]"))
+            except replay.ReplayError as e:
+                raise QAExperimentError(str(e)) from None
+            continue
+        try:
+            reader_list.append(readers.get(str(n)))
+        except KeyError as e:
+            raise QAExperimentError(f"{source}: readers: {e}") from None
     raw_settings = raw.get("settings") or ["base", "golden", "mix"]
     setting_list = [_setting(s, f"{source}: settings[{i}]") for i, s in enumerate(raw_settings)]
     seen = [s.name for s in setting_list]
@@ -208,6 +218,18 @@ def run_cells(spec: QASpec, items: dict[str, pd.DataFrame], dataset, store) -> t
                 if path.exists():
                     cell = pd.read_json(path, orient="records", dtype={"qid": str})
                     log.info("qa cell %s / %s / %s: cached", reader.name, setting.name, task)
+                elif reader.backend == "replay":
+                    from irgrid.qa import replay
+
+                    if reader_obj is None:
+                        reader_obj = replay.ReplayReader(reader)
+                        manifest_models[reader.name] = {"id": reader.model.id, "source": "replay",
+                                                        "location": reader.params["dir"]}
+                    try:
+                        cell = reader_obj.answer(df.assign(task=task), setting.kind)
+                    except replay.ReplayError as e:
+                        raise QAExperimentError(str(e)) from None
+                    cell["seconds_per_item"] = 0.0
                 else:
                     if reader_obj is None:
                         resolved = (models_mod.resolve(reader.model, spec.models) if reader.backend == "hf"

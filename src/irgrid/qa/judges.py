@@ -1,0 +1,321 @@
+"""Key-point coverage judges, their agreement with the DisastQA human labels, and the cross-validated choice.
+
+The paper's coverage is human: for each gold key point an annotator decides whether the answer entails it, and
+coverage = covered / all (%). The authors' automatic coverage (`calculate_coverage.py` in
+TamuChen18/DisastQA_open) asked gpt-4o-mini to match LLM-extracted answer key points against the gold ones; no
+such model is reachable here. A judge here is a *scorer* (one number in [0, 1] per gold key point: how well the
+answer states it) plus a *threshold*: a key point counts as covered when its score reaches the threshold.
+
+Scorers (ours: none of the reused libraries scores key-point recall):
+* `lexical`: share of the key point's content words (lowercased, Porter-stemmed, English stop words removed)
+  that occur in the answer.
+* `embedding`: max cosine between the key point and any answer sentence (sentence-transformers model,
+  all-MiniLM-L6-v2 offline). Embeddings are cached on disk (`EmbeddingCache`), keyed by model and text.
+* `hybrid`: the mean of the two (paraphrases lift the embedding score, exact facts and numbers the lexical one).
+* `llm`: a yes/no judge model (`measures.JudgeCoverage`); needs a capable model, none ships offline (see
+  README: SmolLM2-135M is not one), so it is named, not measured.
+
+Agreement with the human coverage (`agreement`): per answer Spearman, Pearson and MAE (percentage points);
+across reader x setting means Kendall tau-b and Pearson. The default judge and threshold are chosen by
+leave-one-reader-out cross-validation (`cross_validate`): for each of the 14 human-labelled readers, the
+(scorer, threshold) with the best training objective on the other 13 readers scores the held-out one; the
+held-out predictions of all folds give the reported estimate. Nothing is ever fitted on all readers at once
+except the final default (fitted on all 14, as any CV-selected model), whose held-out estimate is the CV's.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from irgrid.qa.measures import sentences
+
+SCORERS = ("lexical", "embedding", "hybrid")
+JUDGES = SCORERS + ("llm",)
+THRESHOLDS = tuple(round(float(t), 2) for t in np.arange(0.20, 0.951, 0.025))
+_WORD = re.compile(r"[a-z0-9]+(?:[.,'][a-z0-9]+)*")
+
+
+@functools.cache
+def _stemmer():
+    from nltk.stem.porter import PorterStemmer
+
+    return PorterStemmer()
+
+
+@functools.cache
+def _stop_words() -> frozenset[str]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS)
+
+
+@functools.lru_cache(maxsize=200_000)
+def _stem(word: str) -> str:
+    return _stemmer().stem(word)
+
+
+def content_words(text: str) -> set[str]:
+    stop = _stop_words()
+    return {_stem(w) for w in _WORD.findall((text or "").lower()) if w not in stop}
+
+
+def lexical_scores(answer: str, key_points: Sequence[str]) -> np.ndarray:
+    words = content_words(answer)
+    out = []
+    for kp in key_points:
+        kw = content_words(kp)
+        out.append(len(kw & words) / len(kw) if kw else 0.0)
+    return np.asarray(out, dtype=float)
+
+
+class EmbeddingCache:
+    """Normalised sentence embeddings, one sqlite file per model under $IRGRID_CACHE/qa/embeddings: each text
+    is encoded once, whichever judge, replay or test asks for it."""
+
+    def __init__(self, location: str, model_key: str, device: str | None = None, batch_size: int = 64):
+        from irgrid import settings
+
+        self.location = location
+        self.device = device
+        self.batch_size = batch_size
+        self._model = None
+        path = settings.cache_root() / "qa" / "embeddings" / f"{model_key}.sqlite"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.db = sqlite3.connect(str(path), timeout=600)
+        self.db.execute("CREATE TABLE IF NOT EXISTS emb (h TEXT PRIMARY KEY, v BLOB)")
+        self.db.commit()
+
+    @property
+    def model(self):
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+
+            self._model = SentenceTransformer(self.location, device=self.device)
+        return self._model
+
+    @staticmethod
+    def _key(text: str) -> str:
+        return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        keys = [self._key(t) for t in texts]
+        found: dict[str, np.ndarray] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), 900):
+            chunk = unique[start:start + 900]
+            rows = self.db.execute(f"SELECT h, v FROM emb WHERE h IN ({','.join('?' * len(chunk))})", chunk)
+            found.update({h: np.frombuffer(v, dtype=np.float32) for h, v in rows})
+        missing = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in found))
+        for start in range(0, len(missing), 4096):
+            chunk = missing[start:start + 4096]
+            vecs = self.model.encode(chunk, batch_size=self.batch_size, normalize_embeddings=True,
+                                     convert_to_numpy=True).astype(np.float32)
+            self.db.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?)",
+                                [(self._key(t), v.tobytes()) for t, v in zip(chunk, vecs)])
+            self.db.commit()
+            found.update({self._key(t): v for t, v in zip(chunk, vecs)})
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([found[k] for k in keys])
+
+
+@dataclass
+class Judge:
+    """One coverage judge: a scorer and the threshold at which a key point counts as covered."""
+
+    scorer: str
+    threshold: float
+    model: str | None = None  # embedding / hybrid: the sentence-embedding model id
+
+    def name(self) -> str:
+        return f"{self.scorer}@{self.threshold:g}"
+
+    def config(self) -> dict[str, Any]:
+        return {"scorer": self.scorer, "threshold": self.threshold, "model": self.model,
+                "automatic": True, "note": "automatic; NOT the paper's human key-point protocol"}
+
+
+class KeypointScorer:
+    """Per-key-point scores of every scorer for many (answer, key points) pairs, embeddings batched and cached."""
+
+    def __init__(self, model: str = "sentence-transformers/all-MiniLM-L6-v2", device: str | None = None):
+        self.model_id = model
+        self.device = device
+        self._cache: EmbeddingCache | None = None
+
+    @property
+    def cache(self) -> EmbeddingCache:
+        if self._cache is None:
+            from irgrid import models as models_mod
+
+            resolved = models_mod.resolve(self.model_id)
+            key = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.model_id)
+            self._cache = EmbeddingCache(resolved.location, key, self.device)
+        return self._cache
+
+    def score(self, answers: Sequence[str], key_points: Sequence[Sequence[str]],
+              scorers: Sequence[str] = SCORERS) -> dict[str, list[np.ndarray]]:
+        out: dict[str, list[np.ndarray]] = {}
+        lex = [lexical_scores(a, k) for a, k in zip(answers, key_points)]
+        if "lexical" in scorers:
+            out["lexical"] = lex
+        if {"embedding", "hybrid"} & set(scorers):
+            sents = [sentences(a) for a in answers]
+            flat_s = [s for ss in sents for s in ss]
+            flat_k = [k for ks in key_points for k in ks]
+            es = self.cache.encode(flat_s) if flat_s else np.zeros((0, 1), dtype=np.float32)
+            ek = self.cache.encode(flat_k) if flat_k else np.zeros((0, 1), dtype=np.float32)
+            emb, i, j = [], 0, 0
+            for ss, ks in zip(sents, key_points):
+                a, b = es[i:i + len(ss)], ek[j:j + len(ks)]
+                i, j = i + len(ss), j + len(ks)
+                emb.append(np.clip((b @ a.T).max(axis=1), 0.0, 1.0) if len(ss) and len(ks)
+                           else np.zeros(len(ks)))
+            if "embedding" in scorers:
+                out["embedding"] = emb
+            if "hybrid" in scorers:
+                out["hybrid"] = [(x + y) / 2 for x, y in zip(lex, emb)]
+        return out
+
+
+def coverage_pct(scores: Sequence[np.ndarray], threshold: float) -> np.ndarray:
+    """Coverage in % per answer: the share of key points whose score reaches the threshold."""
+    return np.array([100.0 * float(np.mean(s >= threshold - 1e-12)) if len(s) else 0.0 for s in scores])
+
+
+# -- agreement ----------------------------------------------------------------------------------------------------
+def agreement(frame: pd.DataFrame, pred: str = "coverage", human: str = "human_coverage") -> dict[str, float]:
+    """Per answer Spearman / Pearson / MAE, and reader x setting Kendall tau-b / Pearson of the means."""
+    from scipy import stats
+
+    df = frame[[c for c in ("model", "setting", pred, human) if c in frame]].dropna(subset=[pred, human])
+    p, h = df[pred].to_numpy(float), df[human].to_numpy(float)
+    out = {"n_answers": int(len(df)), "mean_pred": float(p.mean()), "mean_human": float(h.mean()),
+           "answer_spearman": float(stats.spearmanr(p, h).statistic),
+           "answer_pearson": float(stats.pearsonr(p, h).statistic), "answer_mae": float(np.abs(p - h).mean())}
+    if {"model", "setting"} <= set(df.columns):
+        cells = df.groupby(["model", "setting"])[[pred, human]].mean()
+        out.update({"n_cells": int(len(cells)),
+                    "cell_kendall_tau": float(stats.kendalltau(cells[pred], cells[human]).statistic),
+                    "cell_pearson": float(stats.pearsonr(cells[pred], cells[human]).statistic),
+                    "cell_mae": float((cells[pred] - cells[human]).abs().mean())})
+    return out
+
+
+OBJECTIVES = ("answer_pearson", "answer_spearman", "answer_mae", "cell_kendall_tau", "cell_pearson", "cell_mae")
+
+
+class _Objective:
+    """A fast objective over subsets of rows: cell objectives need only the reader x setting means (bincount)."""
+
+    def __init__(self, frame: pd.DataFrame, objective: str, human: str):
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+        self.objective = objective
+        self.human = frame[human].to_numpy(float)
+        self.cells = pd.factorize(pd.Series(list(zip(frame["model"], frame["setting"]))))[0]
+
+    def __call__(self, cov: np.ndarray, mask: np.ndarray) -> float:
+        """Higher is better (MAE is negated)."""
+        from scipy import stats
+
+        p, h = cov[mask], self.human[mask]
+        if self.objective.startswith("answer"):
+            if self.objective == "answer_mae":
+                return -float(np.abs(p - h).mean())
+            f = stats.spearmanr if self.objective == "answer_spearman" else stats.pearsonr
+            v = f(p, h).statistic
+            return float(v) if np.isfinite(v) else -np.inf
+        c = self.cells[mask]
+        n = np.bincount(c)
+        keep = n > 0
+        mp, mh = (np.bincount(c, p)[keep] / n[keep]), (np.bincount(c, h)[keep] / n[keep])
+        if self.objective == "cell_mae":
+            return -float(np.abs(mp - mh).mean())
+        f = stats.kendalltau if self.objective == "cell_kendall_tau" else stats.pearsonr
+        v = f(mp, mh).statistic
+        return float(v) if np.isfinite(v) else -np.inf
+
+
+def sweep(frame: pd.DataFrame, scores: dict[str, list[np.ndarray]], thresholds: Sequence[float] = THRESHOLDS,
+          human: str = "human_coverage") -> pd.DataFrame:
+    """Agreement of every (scorer, threshold) on the rows of `frame` (aligned with the score lists)."""
+    rows = []
+    for scorer, per_answer in scores.items():
+        for t in thresholds:
+            f = frame.assign(coverage=coverage_pct(per_answer, t))
+            rows.append({"scorer": scorer, "threshold": float(t), **agreement(f, "coverage", human)})
+    return pd.DataFrame(rows)
+
+
+def cross_validate(frame: pd.DataFrame, scores: dict[str, list[np.ndarray]], objective: str = "cell_kendall_tau",
+                   thresholds: Sequence[float] = THRESHOLDS, human: str = "human_coverage",
+                   scorers: Sequence[str] | None = None) -> dict[str, Any]:
+    """Leave-one-reader-out choice of (scorer, threshold): per fold, the best candidate on the other readers by
+    `objective` scores the held-out reader; returns the folds, the pooled held-out agreement and the choice
+    on all readers (the default judge). Ties go to the earlier candidate (scorer order, then lower threshold)."""
+    frame = frame.reset_index(drop=True)
+    obj = _Objective(frame, objective, human)
+    scorers = list(scorers or scores)
+    cand = [(s, float(t)) for s in scorers for t in thresholds]
+    cov = {c: coverage_pct(scores[c[0]], c[1]) for c in cand}
+    held = np.full(len(frame), np.nan)
+    folds = []
+
+    def best_on(mask: np.ndarray) -> tuple[tuple[str, float], float]:
+        values = [obj(cov[c], mask) for c in cand]
+        i = int(np.argmax(values))
+        return cand[i], values[i]
+
+    for r in sorted(frame["model"].unique()):
+        train = (frame["model"] != r).to_numpy()
+        best, value = best_on(train)
+        held[~train] = cov[best][~train]
+        folds.append({"held_out": r, "scorer": best[0], "threshold": best[1],
+                      "train_objective": -value if objective.endswith("mae") else value})
+    best, _ = best_on(np.ones(len(frame), dtype=bool))
+    return {"objective": objective, "scorers": scorers, "thresholds": [float(t) for t in thresholds],
+            "folds": folds, "held_out": agreement(frame.assign(coverage=held), "coverage", human),
+            "held_out_coverage": held.tolist(), "default": {"scorer": best[0], "threshold": best[1]},
+            "default_in_sample": agreement(frame.assign(coverage=cov[best]), "coverage", human)}
+
+
+def write_json(path: Path, obj: Any) -> None:
+    import json
+
+    from irgrid._util import write_text_atomic
+
+    write_text_atomic(path, json.dumps(obj, indent=2, default=float))
+
+
+def parse_judge(text: str, model: str = "sentence-transformers/all-MiniLM-L6-v2") -> Judge:
+    """`hybrid@0.5` -> Judge("hybrid", 0.5); the printed form `Judge.name()` parses back."""
+    scorer, _, threshold = text.partition("@")
+    if scorer == "llm":
+        raise ValueError("the llm judge needs a capable judge model; none is available offline here (SmolLM2-135M "
+                         "answers yes/no at chance): use lexical, embedding or hybrid")
+    if scorer not in SCORERS:
+        import difflib
+
+        hint = difflib.get_close_matches(scorer, SCORERS, n=1)
+        raise ValueError(f"unknown coverage judge {scorer!r}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                         + f"; use SCORER@THRESHOLD with SCORER one of {SCORERS}, e.g. hybrid@0.5")
+    try:
+        t = float(threshold)
+    except ValueError:
+        raise ValueError(f"judge {text!r}: the threshold after '@' must be a number in [0, 1], e.g. "
+                         f"{scorer}@0.5") from None
+    if not 0.0 <= t <= 1.0:
+        raise ValueError(f"judge {text!r}: the threshold must be in [0, 1]")
+    return Judge(scorer, t, None if scorer == "lexical" else model)
