@@ -208,6 +208,8 @@ def cmd_qa_replay(argv: list[str]) -> int:
                                    "cross-validated one)")
     p.add_argument("--bertscore", choices=["paper", "minilm", "off"], default="paper",
                    help="paper: roberta-large layer 17 where its weights exist, else the named MiniLM fallback")
+    p.add_argument("--measures", help="open-ended measures, comma-separated (default: ROUGE-L,BLEU-4,"
+                                      "BLEU-4-paper,BERTScore-F1,coverage)")
     p.add_argument("--cache", help="cache folder (default IRGRID_CACHE or ~/.cache/irgrid)")
     args = p.parse_args(argv)
     if args.cache:
@@ -224,8 +226,9 @@ def cmd_qa_replay(argv: list[str]) -> int:
         judge = replay.DEFAULT_JUDGE
         if args.judge:
             judge = judges.parse_judge(args.judge)
+        oe_measures = tuple(args.measures.split(",")) if args.measures else replay.OE_MEASURES
         replay.run(args.file, args.out, models=args.model, sample=args.sample, seed=args.seed, judge=judge,
-                   bertscore=args.bertscore)
+                   bertscore=args.bertscore, oe_measures=oe_measures)
     except (replay.ReplayError, DisastQAError, ModelUnavailableError, ValueError) as e:
         print(f"irgrid: error: {e}", file=sys.stderr)
         return 2

@@ -41,6 +41,7 @@ from irgrid.qa.measures import sentences
 
 SCORERS = ("lexical", "embedding", "hybrid")
 JUDGES = SCORERS + ("llm",)
+UNITS = ("answer", "model_keypoint")
 THRESHOLDS = tuple(round(float(t), 2) for t in np.arange(0.20, 0.951, 0.025))
 _WORD = re.compile(r"[a-z0-9]+(?:[.,'][a-z0-9]+)*")
 
@@ -137,12 +138,15 @@ class Judge:
     scorer: str
     threshold: float
     model: str | None = None  # embedding / hybrid: the sentence-embedding model id
+    # what a gold key point is matched against: the answer's sentences, or (replay only) the answer key points
+    # the authors extracted with an LLM (`model_keypoint`), the inputs of their own automatic coverage
+    units: str = "answer"
 
     def name(self) -> str:
-        return f"{self.scorer}@{self.threshold:g}"
+        return f"{self.scorer}@{self.threshold:g}" + ("" if self.units == "answer" else f"/{self.units}")
 
     def config(self) -> dict[str, Any]:
-        return {"scorer": self.scorer, "threshold": self.threshold, "model": self.model,
+        return {"scorer": self.scorer, "threshold": self.threshold, "model": self.model, "units": self.units,
                 "automatic": True, "note": "automatic; NOT the paper's human key-point protocol"}
 
 
@@ -164,14 +168,16 @@ class KeypointScorer:
             self._cache = EmbeddingCache(resolved.location, key, self.device)
         return self._cache
 
-    def score(self, answers: Sequence[str], key_points: Sequence[Sequence[str]],
+    def score(self, answers: Sequence[str | Sequence[str]], key_points: Sequence[Sequence[str]],
               scorers: Sequence[str] = SCORERS) -> dict[str, list[np.ndarray]]:
+        """`answers`: texts (split into sentences) or lists of units (e.g. the answer's extracted key points)."""
         out: dict[str, list[np.ndarray]] = {}
-        lex = [lexical_scores(a, k) for a, k in zip(answers, key_points)]
+        sents = [[u for u in a if u and u.strip()] if isinstance(a, (list, tuple, np.ndarray)) else sentences(a)
+                 for a in answers]
+        lex = [lexical_scores(" ".join(ss), k) for ss, k in zip(sents, key_points)]
         if "lexical" in scorers:
             out["lexical"] = lex
         if {"embedding", "hybrid"} & set(scorers):
-            sents = [sentences(a) for a in answers]
             flat_s = [s for ss in sents for s in ss]
             flat_k = [k for ks in key_points for k in ks]
             es = self.cache.encode(flat_s) if flat_s else np.zeros((0, 1), dtype=np.float32)
@@ -195,8 +201,13 @@ def coverage_pct(scores: Sequence[np.ndarray], threshold: float) -> np.ndarray:
 
 
 # -- agreement ----------------------------------------------------------------------------------------------------
-def agreement(frame: pd.DataFrame, pred: str = "coverage", human: str = "human_coverage") -> dict[str, float]:
-    """Per answer Spearman / Pearson / MAE, and reader x setting Kendall tau-b / Pearson of the means."""
+def agreement(frame: pd.DataFrame, pred: str = "coverage", human: str = "human_coverage",
+              human_cells: pd.Series | None = None) -> dict[str, float]:
+    """Per answer Spearman / Pearson / MAE, and reader x setting Kendall tau-b / Pearson / MAE of the means.
+
+    `human_cells` (indexed by model, setting) replaces the human cell means, e.g. the full file's means when
+    `frame` holds a sample of the questions (the released per-answer labels are not aligned with the answers,
+    so a sample's own human mean is a random subset of its cell's labels, not these questions' labels)."""
     from scipy import stats
 
     df = frame[[c for c in ("model", "setting", pred, human) if c in frame]].dropna(subset=[pred, human])
@@ -206,6 +217,8 @@ def agreement(frame: pd.DataFrame, pred: str = "coverage", human: str = "human_c
            "answer_pearson": float(stats.pearsonr(p, h).statistic), "answer_mae": float(np.abs(p - h).mean())}
     if {"model", "setting"} <= set(df.columns):
         cells = df.groupby(["model", "setting"])[[pred, human]].mean()
+        if human_cells is not None:
+            cells[human] = human_cells.reindex(cells.index).to_numpy(float)
         out.update({"n_cells": int(len(cells)),
                     "cell_kendall_tau": float(stats.kendalltau(cells[pred], cells[human]).statistic),
                     "cell_pearson": float(stats.pearsonr(cells[pred], cells[human]).statistic),
@@ -219,12 +232,15 @@ OBJECTIVES = ("answer_pearson", "answer_spearman", "answer_mae", "cell_kendall_t
 class _Objective:
     """A fast objective over subsets of rows: cell objectives need only the reader x setting means (bincount)."""
 
-    def __init__(self, frame: pd.DataFrame, objective: str, human: str):
+    def __init__(self, frame: pd.DataFrame, objective: str, human: str, human_cells: pd.Series | None = None):
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
         self.objective = objective
         self.human = frame[human].to_numpy(float)
-        self.cells = pd.factorize(pd.Series(list(zip(frame["model"], frame["setting"]))))[0]
+        keys = pd.Series(list(zip(frame["model"], frame["setting"])))
+        self.cells, uniques = pd.factorize(keys)
+        self.ref = (None if human_cells is None else
+                    np.array([human_cells.loc[k] for k in uniques], dtype=float))
 
     def __call__(self, cov: np.ndarray, mask: np.ndarray) -> float:
         """Higher is better (MAE is negated)."""
@@ -241,6 +257,8 @@ class _Objective:
         n = np.bincount(c)
         keep = n > 0
         mp, mh = (np.bincount(c, p)[keep] / n[keep]), (np.bincount(c, h)[keep] / n[keep])
+        if self.ref is not None:
+            mh = self.ref[:len(n)][keep]
         if self.objective == "cell_mae":
             return -float(np.abs(mp - mh).mean())
         f = stats.kendalltau if self.objective == "cell_kendall_tau" else stats.pearsonr
@@ -249,24 +267,24 @@ class _Objective:
 
 
 def sweep(frame: pd.DataFrame, scores: dict[str, list[np.ndarray]], thresholds: Sequence[float] = THRESHOLDS,
-          human: str = "human_coverage") -> pd.DataFrame:
+          human: str = "human_coverage", human_cells: pd.Series | None = None) -> pd.DataFrame:
     """Agreement of every (scorer, threshold) on the rows of `frame` (aligned with the score lists)."""
     rows = []
     for scorer, per_answer in scores.items():
         for t in thresholds:
             f = frame.assign(coverage=coverage_pct(per_answer, t))
-            rows.append({"scorer": scorer, "threshold": float(t), **agreement(f, "coverage", human)})
+            rows.append({"scorer": scorer, "threshold": float(t), **agreement(f, "coverage", human, human_cells)})
     return pd.DataFrame(rows)
 
 
 def cross_validate(frame: pd.DataFrame, scores: dict[str, list[np.ndarray]], objective: str = "cell_kendall_tau",
                    thresholds: Sequence[float] = THRESHOLDS, human: str = "human_coverage",
-                   scorers: Sequence[str] | None = None) -> dict[str, Any]:
+                   scorers: Sequence[str] | None = None, human_cells: pd.Series | None = None) -> dict[str, Any]:
     """Leave-one-reader-out choice of (scorer, threshold): per fold, the best candidate on the other readers by
     `objective` scores the held-out reader; returns the folds, the pooled held-out agreement and the choice
     on all readers (the default judge). Ties go to the earlier candidate (scorer order, then lower threshold)."""
     frame = frame.reset_index(drop=True)
-    obj = _Objective(frame, objective, human)
+    obj = _Objective(frame, objective, human, human_cells)
     scorers = list(scorers or scores)
     cand = [(s, float(t)) for s in scorers for t in thresholds]
     cov = {c: coverage_pct(scores[c[0]], c[1]) for c in cand}
@@ -286,9 +304,9 @@ def cross_validate(frame: pd.DataFrame, scores: dict[str, list[np.ndarray]], obj
                       "train_objective": -value if objective.endswith("mae") else value})
     best, _ = best_on(np.ones(len(frame), dtype=bool))
     return {"objective": objective, "scorers": scorers, "thresholds": [float(t) for t in thresholds],
-            "folds": folds, "held_out": agreement(frame.assign(coverage=held), "coverage", human),
+            "folds": folds, "held_out": agreement(frame.assign(coverage=held), "coverage", human, human_cells),
             "held_out_coverage": held.tolist(), "default": {"scorer": best[0], "threshold": best[1]},
-            "default_in_sample": agreement(frame.assign(coverage=cov[best]), "coverage", human)}
+            "default_in_sample": agreement(frame.assign(coverage=cov[best]), "coverage", human, human_cells)}
 
 
 def write_json(path: Path, obj: Any) -> None:
@@ -300,7 +318,12 @@ def write_json(path: Path, obj: Any) -> None:
 
 
 def parse_judge(text: str, model: str = "sentence-transformers/all-MiniLM-L6-v2") -> Judge:
-    """`hybrid@0.5` -> Judge("hybrid", 0.5); the printed form `Judge.name()` parses back."""
+    """`hybrid@0.5` -> Judge("hybrid", 0.5), `lexical@0.3/model_keypoint` matches against the authors' answer
+    key points; the printed form `Judge.name()` parses back."""
+    text, _, units = text.partition("/")
+    units = units or "answer"
+    if units not in UNITS:
+        raise ValueError(f"judge units {units!r} unknown; use one of {UNITS}")
     scorer, _, threshold = text.partition("@")
     if scorer == "llm":
         raise ValueError("the llm judge needs a capable judge model; none is available offline here (SmolLM2-135M "
@@ -318,4 +341,99 @@ def parse_judge(text: str, model: str = "sentence-transformers/all-MiniLM-L6-v2"
                          f"{scorer}@0.5") from None
     if not 0.0 <= t <= 1.0:
         raise ValueError(f"judge {text!r}: the threshold must be in [0, 1]")
-    return Judge(scorer, t, None if scorer == "lexical" else model)
+    return Judge(scorer, t, None if scorer == "lexical" else model, units)
+
+
+# -- validation against the human labels (make qa-judges) -----------------------------------------------------------
+def question_sample(questions: Sequence[str], n: int | None, seed: int = 0) -> set[str]:
+    qs = sorted(set(questions))
+    if n is None or n >= len(qs):
+        return set(qs)
+    return set(np.random.default_rng(seed).choice(qs, n, replace=False))
+
+
+def validate(human_path: str | Path, out: str | Path | None = None, *, scorers: Sequence[str] = SCORERS,
+             units: Sequence[str] = UNITS, questions: int | None = None, seed: int = 0,
+             objectives: Sequence[str] = ("cell_mae", "cell_kendall_tau", "cell_pearson", "answer_pearson"),
+             model: str = "sentence-transformers/all-MiniLM-L6-v2") -> dict[str, Any]:
+    """Every judge against the human-verified coverage: threshold sweeps, leave-one-reader-out CV per objective
+    and the label-alignment check. `questions` restricts to a fixed-seed sample of the 200 questions (cell-level
+    figures then compare with the full file's human means)."""
+    from irgrid.qa.replay import label_alignment
+
+    h = pd.read_json(human_path, lines=True).rename(columns={"answer_coverage": "human_coverage"})
+    human_cells = h.groupby(["model", "setting"])["human_coverage"].mean()
+    keep = question_sample(h["question"], questions, seed)
+    h = h[h["question"].isin(keep)].reset_index(drop=True)
+    ks = KeypointScorer(model)
+    scores: dict[str, list[np.ndarray]] = {}
+    for u in units:
+        texts = list(h["model_answer"]) if u == "answer" else [list(k) for k in h["model_keypoint"]]
+        for name, s in ks.score(texts, list(h["golden_keypoint"]), scorers=scorers).items():
+            scores[name if u == "answer" else f"{name}/{u}"] = s
+    ref = None if questions is None else human_cells
+    sweep_df = sweep(h, scores, human_cells=ref)
+    cv = {}
+    for objective in objectives:
+        for group, names in {"answer": [n for n in scores if "/" not in n],
+                             "model_keypoint": [n for n in scores if n.endswith("/model_keypoint")],
+                             "all": list(scores)}.items():
+            if names:
+                res = cross_validate(h, scores, objective, scorers=names, human_cells=ref)
+                res.pop("held_out_coverage")
+                cv[f"{objective}|{group}"] = res
+    n_kp = h["golden_keypoint"].map(len).to_numpy()
+    alignment = label_alignment(h["human_coverage"].to_numpy(float), n_kp, h["model"].to_numpy(),
+                                h["setting"].to_numpy())
+    result = {"source": str(human_path), "answers": int(len(h)), "questions": len(keep),
+              "embedding_model": model, "alignment": alignment, "cv": cv}
+    if out is not None:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        from irgrid._util import write_text_atomic
+
+        write_text_atomic(out / "sweep.csv", sweep_df.to_csv(index=False))
+        write_json(out / "cv.json", result)
+        write_text_atomic(out / "report.md", validation_markdown(result))
+    result["sweep"] = sweep_df
+    return result
+
+
+def validation_markdown(result: dict[str, Any]) -> str:
+    lines = [f"# Coverage judges vs the human-verified coverage ({result['answers']} answers, "
+             f"{result['questions']} questions)", "",
+             "Held-out (leave-one-reader-out) agreement of the judge chosen on the other readers, per objective.",
+             "", "| objective | candidates | default (all readers) | answer Spearman | answer Pearson | answer MAE | "
+             "cell Kendall tau | cell Pearson | cell MAE |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for key, r in result["cv"].items():
+        objective, group = key.split("|")
+        d, a = r["default"], r["held_out"]
+        lines.append(f"| {objective} | {group} | {d['scorer']}@{d['threshold']:g} | {a['answer_spearman']:.3f} | "
+                     f"{a['answer_pearson']:.3f} | {a['answer_mae']:.1f} | {a['cell_kendall_tau']:.3f} | "
+                     f"{a['cell_pearson']:.3f} | {a['cell_mae']:.2f} |")
+    al = result["alignment"]
+    lines += ["", f"Label alignment: {al['labels_consistent_with_keypoint_count']:.3f} of the labels other than 0/100 "
+              f"are multiples of 100/n for their item's n key points; "
+              f"{al['labels_consistent_if_shuffled_within_file']:.3f} after shuffling within each file."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m irgrid.qa.judges HUMAN.jsonl.gz --out DIR` (make qa-judges)."""
+    import argparse
+    import logging
+
+    p = argparse.ArgumentParser(prog="python -m irgrid.qa.judges", description=main.__doc__)
+    p.add_argument("human", help="oe_human_review.jsonl.gz of ../shared/datasets/disastqa-outputs")
+    p.add_argument("--out", required=True)
+    p.add_argument("--scorers", default=",".join(SCORERS))
+    p.add_argument("--questions", type=int, help="a fixed-seed sample of the 200 questions (embedding cost)")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO)
+    result = validate(args.human, args.out, scorers=args.scorers.split(","), questions=args.questions)
+    print(validation_markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -129,8 +129,10 @@ def _join(df: pd.DataFrame, task: str, path: Path) -> pd.DataFrame:
         raise ReplayError(f"{path}: {len(missing)} question(s) are not in the DisastQA {task} items "
                           f"(first: {missing[0][:80]!r}); replay needs answers to the released benchmark")
     gold = items["answer"].tolist() if task == "mcq" else None
-    rows = []
-    for (_, _), g in df.groupby(["model", "setting"], sort=False):
+    pos = df["question"].map(lambda q: by_q[q][0]).to_numpy().copy()
+    repeated = df.index[df["question"].map(lambda q: len(by_q[q]) > 1)]
+    # a repeated question: the copy with the row's gold letter, else the copies in order of the reader's file
+    for (_, _), g in df.loc[repeated].groupby(["model", "setting"], sort=False):
         used: set[int] = set()
         for idx, r in g.sort_values("item").iterrows():
             cands = [i for i in by_q[r["question"]] if i not in used] or by_q[r["question"]]
@@ -138,9 +140,8 @@ def _join(df: pd.DataFrame, task: str, path: Path) -> pd.DataFrame:
                 same = [i for i in cands if gold[i] == str(r["correct_answer"]).strip().upper()]
                 cands = same or cands
             used.add(cands[0])
-            rows.append((idx, cands[0]))
-    pos = pd.Series(dict(rows)).reindex(df.index)
-    out = df.assign(qid=items["qid"].to_numpy()[pos.to_numpy()])
+            pos[df.index.get_loc(idx)] = cands[0]
+    out = df.assign(qid=items["qid"].to_numpy()[pos])
     keep = ["qid", "answer", "options"] if task == "mcq" else ["qid", "reference", "key_points", "difficulty"]
     out = out.drop(columns=[c for c in ("difficulty",) if c in out.columns and task == "oe"])
     return out.merge(items[keep], on="qid", how="left")
@@ -200,16 +201,23 @@ def _score_mcq(g: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _score_oe(g: pd.DataFrame, judge: judges.Judge, scorer: judges.KeypointScorer, bert) -> pd.DataFrame:
+def _score_oe(g: pd.DataFrame, judge: judges.Judge, scorer: judges.KeypointScorer, bert,
+              wanted: tuple[str, ...] = OE_MEASURES) -> pd.DataFrame:
     out = g[["model", "setting", "item", "qid", "task", "difficulty"]].copy()
     preds = [clean_open_answer(a) if isinstance(a, str) else "" for a in g["model_answer"]]
     refs = list(g["reference"])
-    out["ROUGE-L"] = [measures.rouge_l(p, r) for p, r in zip(preds, refs)]
-    out["BLEU-4"] = [measures.bleu4(p, r) for p, r in zip(preds, refs)]
-    out["BLEU-4-paper"] = [bleu4_paper(p, r) for p, r in zip(preds, refs)]
-    out["BERTScore-F1"] = bert.f1(preds, refs) if bert is not None else np.nan
+    for name, fn in (("ROUGE-L", measures.rouge_l), ("BLEU-4", measures.bleu4), ("BLEU-4-paper", bleu4_paper)):
+        out[name] = [fn(p, r) for p, r in zip(preds, refs)] if name in wanted else np.nan
+    out["BERTScore-F1"] = bert.f1(preds, refs) if bert is not None and "BERTScore-F1" in wanted else np.nan
     kps = [list(k) for k in g["key_points"]]
-    scores = scorer.score(preds, kps, scorers=[judge.scorer])[judge.scorer]
+    if judge.units == "model_keypoint":
+        if "model_keypoint" not in g:
+            raise ReplayError("judge units model_keypoint need the released `model_keypoint` field (open-ended "
+                              "answer files of disastqa-outputs)")
+        units = [list(k) if isinstance(k, (list, tuple, np.ndarray)) else [] for k in g["model_keypoint"]]
+        scores = scorer.score(units, kps, scorers=[judge.scorer])[judge.scorer]
+    else:
+        scores = scorer.score(preds, kps, scorers=[judge.scorer])[judge.scorer]
     out["coverage"] = judges.coverage_pct(scores, judge.threshold)
     out["keypoint_scores"] = [json.dumps([round(float(x), 4) for x in s]) for s in scores]
     if "answer_coverage" in g:
@@ -219,12 +227,19 @@ def _score_oe(g: pd.DataFrame, judge: judges.Judge, scorer: judges.KeypointScore
 
 
 def score(frame: pd.DataFrame, judge: judges.Judge = DEFAULT_JUDGE, bertscore: str = "paper",
-          models_map: dict[str, str] | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
+          models_map: dict[str, str] | None = None, oe_measures: tuple[str, ...] = OE_MEASURES
+          ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Per-answer scores of every (model, setting) cell, each cell cached by content and configuration."""
     task = str(frame["task"].iloc[0])
+    bad = sorted(set(oe_measures) - set(OE_MEASURES))
+    if bad:
+        raise ReplayError(f"unknown open-ended measure(s) {bad}; known: {list(OE_MEASURES)}")
+    if "BERTScore-F1" not in oe_measures:
+        bertscore = "off"
     info: dict[str, Any] = {}
     bert_cfg = bertscore_encoder(bertscore, models_map) if task == "oe" else {"convention": "n/a"}
-    config = {"judge": judge.config(), "bertscore": {k: bert_cfg.get(k) for k in ("model", "layer")}}
+    config = {"judge": judge.config(), "bertscore": {k: bert_cfg.get(k) for k in ("model", "layer")},
+              "measures": sorted(oe_measures)}
     if task == "oe":
         info["coverage_judge"] = judge.config()
         info["bertscore"] = bert_cfg
@@ -246,7 +261,7 @@ def score(frame: pd.DataFrame, judge: judges.Judge = DEFAULT_JUDGE, bertscore: s
                     bert = measures.BERTScore(bert_cfg["location"], layer=bert_cfg.get("layer")
                                               if isinstance(bert_cfg.get("layer"), int) else None,
                                               device=settings.device())
-                cell = _score_oe(g, judge, scorer, bert)
+                cell = _score_oe(g, judge, scorer, bert, tuple(oe_measures))
             path.parent.mkdir(parents=True, exist_ok=True)
             write_text_atomic(path, cell.to_json(orient="records"))
             log.info("replay %s / %s / %s: %d answers in %.1f s", model, setting, task, len(g),
@@ -283,7 +298,7 @@ def paired_tests(scored: pd.DataFrame, test: str = "t", correction: str | None =
     out = []
     for m in [c for c in measure_columns(scored) if c not in ("authors_correct", "authors_coverage")]:
         for model, g in scored.groupby("model", sort=False):
-            block = g.pivot_table(index="qid", columns="setting", values=m, aggfunc="first")
+            block = g.drop_duplicates(["qid", "setting"]).pivot(index="qid", columns="setting", values=m)
             rows, ps = [], []
             for a, b in pairs:
                 if a not in block or b not in block:
@@ -379,15 +394,15 @@ def markdown(results: pd.DataFrame, info: dict[str, Any], agreement: dict[str, A
 
 def run(path: str | Path, out: str | Path | None = None, *, models: list[str] | None = None,
         sample: int | None = None, seed: int = 0, judge: judges.Judge = DEFAULT_JUDGE, bertscore: str = "paper",
-        bootstrap: dict[str, int] | None = None, test: str = "t", correction: str | None = "holm"
-        ) -> dict[str, Any]:
+        bootstrap: dict[str, int] | None = None, test: str = "t", correction: str | None = "holm",
+        oe_measures: tuple[str, ...] = OE_MEASURES) -> dict[str, Any]:
     """Score a released answers file; writes answers.csv, results.csv, tests.csv, results.md, manifest.json
     (+ differences.csv for multiple choice, agreement.json where human labels exist)."""
     from irgrid.report import git_sha, package_versions
 
     b = {"samples": 1000, "seed": 0, **(bootstrap or {})}
     frame = load(path, models, sample, seed)
-    scored, info = score(frame, judge, bertscore)
+    scored, info = score(frame, judge, bertscore, oe_measures=tuple(oe_measures))
     results = summarize(scored, b["samples"], b["seed"])
     tests = paired_tests(scored, test, correction)
     task = scored["task"].iloc[0]

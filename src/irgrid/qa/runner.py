@@ -125,6 +125,12 @@ def from_dict(raw: Any, source: str = "<dict>") -> QASpec:
     seen = [s.name for s in setting_list]
     if len(set(seen)) != len(seen):
         raise QAExperimentError(f"{source}: setting names {seen} repeat; give variants an 'as:' name")
+    replayed = [r.name for r in reader_list if r.backend == "replay"]
+    retrieved = [s.name for s in setting_list if s.kind == "retrieved"]
+    if replayed and retrieved:
+        raise QAExperimentError(f"{source}: replay readers {replayed} have released answers for base, golden and "
+                                f"mix only, not for the retrieved setting(s) {retrieved}; run them in a separate "
+                                f"experiment")
     baseline = raw.get("baseline")
     if baseline is not None and baseline not in seen:
         raise QAExperimentError(f"{source}: baseline {baseline!r} is not one of the settings {seen}")
