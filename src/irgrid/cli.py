@@ -223,9 +223,7 @@ def cmd_qa_replay(argv: list[str]) -> int:
     from irgrid.qa.data import DisastQAError
 
     try:
-        judge = replay.DEFAULT_JUDGE
-        if args.judge:
-            judge = judges.parse_judge(args.judge)
+        judge = judges.parse_judge(args.judge) if args.judge else None  # None: the cross-validated default
         oe_measures = tuple(args.measures.split(",")) if args.measures else replay.OE_MEASURES
         replay.run(args.file, args.out, models=args.model, sample=args.sample, seed=args.seed, judge=judge,
                    bertscore=args.bertscore, oe_measures=oe_measures)

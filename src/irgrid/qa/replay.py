@@ -49,9 +49,6 @@ MCQ_COLUMNS = {"model", "setting", "item", "question", "correct_answer", "model_
 OE_COLUMNS = {"model", "setting", "item", "question", "model_answer"}
 OE_MEASURES = ("ROUGE-L", "BLEU-4", "BLEU-4-paper", "BERTScore-F1", "coverage")
 CACHE_FORMAT = 1
-# Chosen by leave-one-reader-out cross-validation over the 14 human-labelled readers (`make qa-judges`,
-# objective: reader x setting Kendall tau); the held-out estimate is in README.md and results/qa-judges.
-DEFAULT_JUDGE = judges.Judge("hybrid", 0.5, "sentence-transformers/all-MiniLM-L6-v2")
 BERTSCORE = {"paper": ("roberta-large", 17), "fallback": ("sentence-transformers/all-MiniLM-L6-v2", None)}
 
 
@@ -226,11 +223,13 @@ def _score_oe(g: pd.DataFrame, judge: judges.Judge, scorer: judges.KeypointScore
     return out
 
 
-def score(frame: pd.DataFrame, judge: judges.Judge = DEFAULT_JUDGE, bertscore: str = "paper",
+def score(frame: pd.DataFrame, judge: judges.Judge | None = None, bertscore: str = "paper",
           models_map: dict[str, str] | None = None, oe_measures: tuple[str, ...] = OE_MEASURES
           ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Per-answer scores of every (model, setting) cell, each cell cached by content and configuration."""
     task = str(frame["task"].iloc[0])
+    if judge is None:
+        judge = judges.default_judge("model_keypoint" in frame)
     bad = sorted(set(oe_measures) - set(OE_MEASURES))
     if bad:
         raise ReplayError(f"unknown open-ended measure(s) {bad}; known: {list(OE_MEASURES)}")
@@ -243,7 +242,7 @@ def score(frame: pd.DataFrame, judge: judges.Judge = DEFAULT_JUDGE, bertscore: s
     if task == "oe":
         info["coverage_judge"] = judge.config()
         info["bertscore"] = bert_cfg
-    scorer = judges.KeypointScorer(judge.model or DEFAULT_JUDGE.model, settings.device())
+    scorer = judges.KeypointScorer(judge.model or "sentence-transformers/all-MiniLM-L6-v2", settings.device())
     bert = None
     parts = []
     for (model, setting), g in frame.groupby(["model", "setting"], sort=False):
@@ -393,7 +392,7 @@ def markdown(results: pd.DataFrame, info: dict[str, Any], agreement: dict[str, A
 
 
 def run(path: str | Path, out: str | Path | None = None, *, models: list[str] | None = None,
-        sample: int | None = None, seed: int = 0, judge: judges.Judge = DEFAULT_JUDGE, bertscore: str = "paper",
+        sample: int | None = None, seed: int = 0, judge: judges.Judge | None = None, bertscore: str = "paper",
         bootstrap: dict[str, int] | None = None, test: str = "t", correction: str | None = "holm",
         oe_measures: tuple[str, ...] = OE_MEASURES) -> dict[str, Any]:
     """Score a released answers file; writes answers.csv, results.csv, tests.csv, results.md, manifest.json

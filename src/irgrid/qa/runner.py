@@ -318,10 +318,19 @@ def score(spec: QASpec, answers: pd.DataFrame, items: dict[str, pd.DataFrame]) -
 
 def _coverage_judge(spec: QASpec):
     from irgrid import models as models_mod
+    from irgrid.qa import judges
     from irgrid.retrievers import ModelRef
 
-    cfg = {"method": "embedding", "model": "sentence-transformers/all-MiniLM-L6-v2", "threshold": 0.6,
-           **spec.coverage}
+    if not spec.coverage:  # the cross-validated default (irgrid.qa.judges, README)
+        spec_cov = {"method": judges.DEFAULT.scorer, "threshold": judges.DEFAULT.threshold}
+    else:
+        spec_cov = spec.coverage
+    cfg = {"method": "embedding", "model": "sentence-transformers/all-MiniLM-L6-v2", "threshold": 0.6, **spec_cov}
+    if cfg["method"] in ("lexical", "hybrid"):
+        judge = judges.Judge(cfg["method"], float(cfg["threshold"]),
+                             None if cfg["method"] == "lexical" else cfg["model"])
+        label = {**judge.config(), "method": f"{cfg['method']} key-point scorer (irgrid.qa.judges)"}
+        return judges.JudgeAdapter(judge, settings.device()), label
     if cfg["method"] == "embedding":
         resolved = models_mod.resolve(ModelRef(cfg["model"], cfg.get("revision")), spec.models)
         label = {"automatic": True, "method": "embedding-similarity proxy for entailment",
@@ -340,7 +349,7 @@ def _coverage_judge(spec: QASpec):
         label = {"automatic": True, "method": "yes/no judge model", "reader": entry.name,
                  "note": "automatic; NOT the paper's human key-point protocol"}
         return measures.JudgeCoverage(generate), label
-    raise QAExperimentError(f"coverage.method must be embedding or judge, got {cfg['method']!r}")
+    raise QAExperimentError(f"coverage.method must be lexical, hybrid, embedding or judge, got {cfg['method']!r}")
 
 
 def _measure_columns(task: str, spec: QASpec) -> list[str]:
