@@ -22,6 +22,7 @@ def mcq_replay(tmp_path_factory):
     return out, replay.run(MCQ, out, bootstrap={"samples": 200})
 
 
+@pytest.mark.slow
 def test_mcq_accuracy_equals_authors_flags(mcq_replay):
     out, r = mcq_replay
     answers = pd.read_csv(out / "answers.csv")
@@ -51,6 +52,7 @@ def test_mcq_accuracy_equals_authors_flags(mcq_replay):
     assert set(tests["test"]) == {"mcnemar-exact"} and len(tests) == 18 * 3
 
 
+@pytest.mark.slow
 def test_mcq_second_run_is_cached(mcq_replay, tmp_path, monkeypatch):
     _, first = mcq_replay
 
@@ -62,6 +64,7 @@ def test_mcq_second_run_is_cached(mcq_replay, tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(first["results"], again["results"])
 
 
+@pytest.mark.slow
 def test_human_review_replay_agreement(tmp_path):
     from irgrid.cli import main
 
@@ -145,6 +148,7 @@ def reader_sample(tmp_path_factory):
     return root, runs
 
 
+@pytest.mark.slow
 def test_whole_reader_on_a_sample(reader_sample):
     root, runs = reader_sample
     mcq = pd.read_csv(root / "mcq" / "answers.csv")
@@ -165,6 +169,7 @@ def test_whole_reader_on_a_sample(reader_sample):
     assert "FALLBACK" in (root / "oe" / "results.md").read_text()
 
 
+@pytest.mark.slow
 def test_whole_reader_second_run_is_cached(reader_sample, tmp_path, monkeypatch):
     _, runs = reader_sample
 
