@@ -17,7 +17,7 @@ export IRGRID_CACHE ?= $(abspath .cache/irgrid)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install quickstart test test-fast lint bench clean
+.PHONY: install quickstart test test-fast lint bench clean qa-replay qa-judges
 
 install: $(STAMP)
 
@@ -48,6 +48,27 @@ bench: install
 	$(BIN)/python benchmarks/first_grid.py
 	$(BIN)/python benchmarks/encode.py
 	$(BIN)/python benchmarks/search.py
+
+# DisastQA: the authors' released answers replayed as readers (both tasks, all three settings). READER=all
+# replays all 18; a second run is served from $(IRGRID_CACHE)/qa/replay. BERTSCORE=paper|minilm|off.
+QA_OUTPUTS ?= $(SHARED)/datasets/disastqa-outputs
+READER ?= qwen-3-8b
+BERTSCORE ?= paper
+QA_REPLAY_ARGS = $(if $(filter all,$(READER)),,--model $(READER)) --bertscore $(BERTSCORE)
+qa-replay: install
+	$(BIN)/irgrid qa replay $(QA_OUTPUTS)/mcq_answers.csv.gz --out results/qa-replay/$(READER)/mcq $(QA_REPLAY_ARGS)
+	$(BIN)/irgrid qa replay $(QA_OUTPUTS)/oe_answers.jsonl.gz --out results/qa-replay/$(READER)/oe $(QA_REPLAY_ARGS)
+
+# Coverage judges vs the 8,400 human-verified labels: sweeps and leave-one-reader-out CV. The lexical judge on
+# all 200 questions; all judges on a fixed 50-question sample (MiniLM embeddings of ~20k texts, cached in
+# $(IRGRID_CACHE)/qa/embeddings); then the human file replayed with the default judge.
+qa-judges: install
+	$(BIN)/python -m irgrid.qa.judges $(QA_OUTPUTS)/oe_human_review.jsonl.gz --out results/qa-judges/full \
+		--scorers lexical
+	$(BIN)/python -m irgrid.qa.judges $(QA_OUTPUTS)/oe_human_review.jsonl.gz --out results/qa-judges/sample50 \
+		--questions 50
+	$(BIN)/irgrid qa replay $(QA_OUTPUTS)/oe_human_review.jsonl.gz --out results/qa-judges/replay \
+		--measures coverage
 
 clean:
 	rm -rf results .cache

@@ -192,7 +192,53 @@ def cmd_qa(args) -> int:
     return 0
 
 
+def cmd_qa_replay(argv: list[str]) -> int:
+    """`irgrid qa replay FILE --out DIR`: score released DisastQA answers as a reader (irgrid.qa.replay)."""
+    import os
+
+    p = argparse.ArgumentParser(prog="irgrid qa replay",
+                                description="score the DisastQA authors' released answers (mcq_answers.csv.gz, "
+                                            "oe_answers.jsonl.gz, oe_human_review.jsonl.gz) like a live reader")
+    p.add_argument("file")
+    p.add_argument("--out", required=True, help="output folder (answers.csv, results.csv, tests.csv, ...)")
+    p.add_argument("--model", action="append", help="only this reader (repeatable)")
+    p.add_argument("--sample", type=int, help="a fixed-seed sample of N questions (same for every reader)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--judge", help="coverage judge SCORER@THRESHOLD (lexical, embedding, hybrid; default: the "
+                                   "cross-validated one)")
+    p.add_argument("--bertscore", choices=["paper", "minilm", "off"], default="paper",
+                   help="paper: roberta-large layer 17 where its weights exist, else the named MiniLM fallback")
+    p.add_argument("--measures", help="open-ended measures, comma-separated (default: ROUGE-L,BLEU-4,"
+                                      "BLEU-4-paper,BERTScore-F1,coverage)")
+    p.add_argument("--cache", help="cache folder (default IRGRID_CACHE or ~/.cache/irgrid)")
+    args = p.parse_args(argv)
+    if args.cache:
+        os.environ["IRGRID_CACHE"] = args.cache
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
+    logging.getLogger("irgrid").setLevel(logging.INFO)
+    from pathlib import Path
+
+    from irgrid.models import ModelUnavailableError
+    from irgrid.qa import judges, replay
+    from irgrid.qa.data import DisastQAError
+
+    try:
+        judge = judges.parse_judge(args.judge) if args.judge else None  # None: the cross-validated default
+        oe_measures = tuple(args.measures.split(",")) if args.measures else replay.OE_MEASURES
+        replay.run(args.file, args.out, models=args.model, sample=args.sample, seed=args.seed, judge=judge,
+                   bertscore=args.bertscore, oe_measures=oe_measures)
+    except (replay.ReplayError, DisastQAError, ModelUnavailableError, ValueError) as e:
+        print(f"irgrid: error: {e}", file=sys.stderr)
+        return 2
+    print(Path(args.out, "results.md").read_text())
+    print(f"wrote {args.out}/answers.csv, results.csv, tests.csv, results.md, manifest.json")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:2] == ["qa", "replay"]:
+        return cmd_qa_replay(argv[2:])
     parser = argparse.ArgumentParser(prog="irgrid", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -248,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("out", help="an `irgrid run --out` folder")
     p.add_argument("--expected", help="expected-scores YAML (default: EXPERIMENT.expected.yaml beside the experiment)")
     p.set_defaults(func=cmd_check)
-    p = sub.add_parser("qa", help="DisastQA: readers x evidence settings (Base/Golden/Mix/Retrieved) from a YAML")
+    p = sub.add_parser("qa", help="DisastQA: readers x evidence settings (Base/Golden/Mix/Retrieved) from a YAML; "
+                                   "`irgrid qa replay FILE --out DIR` scores released answers")
     p.add_argument("experiment")
     p.add_argument("--out", help="output folder (results.csv, breakdown.csv, tests.csv, retrieval.csv, items.csv, ...)")
     p.add_argument("--cache", help="cache folder (default IRGRID_CACHE or ~/.cache/irgrid)")

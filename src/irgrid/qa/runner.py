@@ -106,15 +106,31 @@ def from_dict(raw: Any, source: str = "<dict>") -> QASpec:
     names = raw.get("readers")
     if not names or not isinstance(names, list):
         raise QAExperimentError(f"{source}: 'readers' must be a non-empty list of reader names")
-    try:
-        reader_list = [readers.get(str(n)) for n in names]
-    except KeyError as e:
-        raise QAExperimentError(f"{source}: readers: {e}") from None
+    reader_list = []
+    for i, n in enumerate(names):
+        if isinstance(n, dict) and "replay" in n:  # released answers of the DisastQA authors (irgrid.qa.replay)
+            from irgrid.qa import replay
+
+            try:
+                reader_list.append(replay.reader_entry(n, f"{source}: readers[{i}]"))
+            except replay.ReplayError as e:
+                raise QAExperimentError(str(e)) from None
+            continue
+        try:
+            reader_list.append(readers.get(str(n)))
+        except KeyError as e:
+            raise QAExperimentError(f"{source}: readers: {e}") from None
     raw_settings = raw.get("settings") or ["base", "golden", "mix"]
     setting_list = [_setting(s, f"{source}: settings[{i}]") for i, s in enumerate(raw_settings)]
     seen = [s.name for s in setting_list]
     if len(set(seen)) != len(seen):
         raise QAExperimentError(f"{source}: setting names {seen} repeat; give variants an 'as:' name")
+    replayed = [r.name for r in reader_list if r.backend == "replay"]
+    retrieved = [s.name for s in setting_list if s.kind == "retrieved"]
+    if replayed and retrieved:
+        raise QAExperimentError(f"{source}: replay readers {replayed} have released answers for base, golden and "
+                                f"mix only, not for the retrieved setting(s) {retrieved}; run them in a separate "
+                                f"experiment")
     baseline = raw.get("baseline")
     if baseline is not None and baseline not in seen:
         raise QAExperimentError(f"{source}: baseline {baseline!r} is not one of the settings {seen}")
@@ -208,6 +224,18 @@ def run_cells(spec: QASpec, items: dict[str, pd.DataFrame], dataset, store) -> t
                 if path.exists():
                     cell = pd.read_json(path, orient="records", dtype={"qid": str})
                     log.info("qa cell %s / %s / %s: cached", reader.name, setting.name, task)
+                elif reader.backend == "replay":
+                    from irgrid.qa import replay
+
+                    if reader_obj is None:
+                        reader_obj = replay.ReplayReader(reader)
+                        manifest_models[reader.name] = {"id": reader.model.id, "source": "replay",
+                                                        "location": reader.params["dir"]}
+                    try:
+                        cell = reader_obj.answer(df.assign(task=task), setting.kind)
+                    except replay.ReplayError as e:
+                        raise QAExperimentError(str(e)) from None
+                    cell["seconds_per_item"] = 0.0
                 else:
                     if reader_obj is None:
                         resolved = (models_mod.resolve(reader.model, spec.models) if reader.backend == "hf"
@@ -290,10 +318,19 @@ def score(spec: QASpec, answers: pd.DataFrame, items: dict[str, pd.DataFrame]) -
 
 def _coverage_judge(spec: QASpec):
     from irgrid import models as models_mod
+    from irgrid.qa import judges
     from irgrid.retrievers import ModelRef
 
-    cfg = {"method": "embedding", "model": "sentence-transformers/all-MiniLM-L6-v2", "threshold": 0.6,
-           **spec.coverage}
+    if not spec.coverage:  # the cross-validated default (irgrid.qa.judges, README)
+        spec_cov = {"method": judges.DEFAULT.scorer, "threshold": judges.DEFAULT.threshold}
+    else:
+        spec_cov = spec.coverage
+    cfg = {"method": "embedding", "model": "sentence-transformers/all-MiniLM-L6-v2", "threshold": 0.6, **spec_cov}
+    if cfg["method"] in ("lexical", "hybrid"):
+        judge = judges.Judge(cfg["method"], float(cfg["threshold"]),
+                             None if cfg["method"] == "lexical" else cfg["model"])
+        label = {**judge.config(), "method": f"{cfg['method']} key-point scorer (irgrid.qa.judges)"}
+        return judges.JudgeAdapter(judge, settings.device()), label
     if cfg["method"] == "embedding":
         resolved = models_mod.resolve(ModelRef(cfg["model"], cfg.get("revision")), spec.models)
         label = {"automatic": True, "method": "embedding-similarity proxy for entailment",
@@ -312,7 +349,7 @@ def _coverage_judge(spec: QASpec):
         label = {"automatic": True, "method": "yes/no judge model", "reader": entry.name,
                  "note": "automatic; NOT the paper's human key-point protocol"}
         return measures.JudgeCoverage(generate), label
-    raise QAExperimentError(f"coverage.method must be embedding or judge, got {cfg['method']!r}")
+    raise QAExperimentError(f"coverage.method must be lexical, hybrid, embedding or judge, got {cfg['method']!r}")
 
 
 def _measure_columns(task: str, spec: QASpec) -> list[str]:

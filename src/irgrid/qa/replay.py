@@ -1,0 +1,490 @@
+"""Replay as a reader: score the DisastQA authors' released answers (`../shared/datasets/disastqa-outputs`)
+through the same measures, CIs and paired tests as live readers.
+
+`irgrid qa replay FILE --out DIR` reads one of the staged formats (detected by columns):
+* multiple choice (`mcq_answers.csv.gz`): model, setting, item, question, correct_answer, model_answer,
+  is_correct. Scored with our letter parser against our gold letter; the authors' flag is kept as
+  `authors_correct`.
+* open-ended (`oe_answers.jsonl.gz`): model, setting, item, question, model_answer, model_keypoint,
+  answer_coverage (the authors' gpt-4o-mini coverage, mostly empty), difficulty.
+* human review (`oe_human_review.jsonl.gz`): the same plus golden_keypoint; answer_coverage is the
+  human-verified coverage (kept as `human_coverage`; agreement of our judge with it in agreement.json).
+
+Items are joined to the benchmark by question text (data.mcq / data.oe); the two repeated multiple-choice
+questions are told apart by their gold letter, then by order. Per (model, setting, task) the scored answers are
+cached under `$IRGRID_CACHE/qa/replay/`, keyed by the answers' content and the scoring configuration: a second
+run recomputes nothing.
+
+Conventions by name (`paper` vs `standard`):
+* BLEU-4: `BLEU-4` is the standard cumulative sentence BLEU-4 (uniform weights, smoothing 1, word/punctuation
+  tokens, `measures.bleu4`); `BLEU-4-paper` is the authors' script: NLTK sentence_bleu, weights (0, 0, 0, 1)
+  (4-gram precision only), whitespace tokens, no smoothing.
+* BERTScore-F1: `paper` = roberta-large, layer 17 (the bert_score default for English, the authors' choice),
+  where its weights resolve; otherwise the offline all-MiniLM-L6-v2 (last layer) as a named fallback. The
+  encoder used is recorded in manifest.json and results (`bertscore_encoder`). No baseline rescaling.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from irgrid import settings
+from irgrid._util import config_hash, write_text_atomic
+from irgrid.qa import data, judges, measures
+from irgrid.qa.readers import clean_open_answer, parse_letter
+
+log = logging.getLogger("irgrid")
+
+SETTINGS = ("base", "golden", "mix")
+MCQ_COLUMNS = {"model", "setting", "item", "question", "correct_answer", "model_answer", "is_correct"}
+OE_COLUMNS = {"model", "setting", "item", "question", "model_answer"}
+OE_MEASURES = ("ROUGE-L", "BLEU-4", "BLEU-4-paper", "BERTScore-F1", "coverage")
+CACHE_FORMAT = 1
+BERTSCORE = {"paper": ("roberta-large", 17), "fallback": ("sentence-transformers/all-MiniLM-L6-v2", None)}
+
+
+class ReplayError(ValueError):
+    pass
+
+
+# -- loading ------------------------------------------------------------------------------------------------------
+def _read(path: Path) -> pd.DataFrame:
+    name = path.name.lower()
+    try:
+        if name.endswith((".csv", ".csv.gz")):
+            return pd.read_csv(path)
+        if name.endswith((".jsonl", ".jsonl.gz")):
+            return pd.read_json(path, lines=True)
+        if name.endswith((".json", ".json.gz")):
+            opener = gzip.open if name.endswith(".gz") else open
+            with opener(path, "rt", encoding="utf-8") as f:
+                return pd.DataFrame(json.load(f))
+    except (ValueError, OSError) as e:
+        raise ReplayError(f"{path}: cannot be read as {name.rsplit('.', 2)[-2 if name.endswith('.gz') else -1]} "
+                          f"({e}); expected the staged files of ../shared/datasets/disastqa-outputs") from None
+    raise ReplayError(f"{path}: unknown format; expected .csv(.gz) for multiple choice or .jsonl(.gz) for "
+                      f"open-ended answers (the files of ../shared/datasets/disastqa-outputs)")
+
+
+def load(path: str | Path, models: list[str] | None = None, sample: int | None = None, seed: int = 0
+         ) -> pd.DataFrame:
+    """Released answers as one frame with `task` (mcq / oe), joined to benchmark qids.
+
+    `models` keeps only those readers; `sample` keeps a fixed-seed sample of that many questions (the same
+    questions for every reader and setting, so paired tests stay paired)."""
+    path = Path(path)
+    if not path.exists():
+        raise ReplayError(f"answers file {path} does not exist (the staged answers are in "
+                          f"../shared/datasets/disastqa-outputs)")
+    df = _read(path)
+    cols = set(df.columns)
+    if MCQ_COLUMNS <= cols:
+        task = "mcq"
+    elif OE_COLUMNS <= cols:
+        task = "oe"
+    else:
+        raise ReplayError(f"{path}: columns {sorted(cols)} match no replay format; multiple choice needs "
+                          f"{sorted(MCQ_COLUMNS)}, open-ended {sorted(OE_COLUMNS)}")
+    bad = sorted(set(df["setting"].astype(str)) - set(SETTINGS))
+    if bad:
+        raise ReplayError(f"{path}: unknown setting(s) {bad}; replayed answers must be base, golden or mix")
+    if models:
+        unknown = sorted(set(models) - set(df["model"]))
+        if unknown:
+            import difflib
+
+            hints = {m: difflib.get_close_matches(m, sorted(set(df["model"])), n=1) for m in unknown}
+            raise ReplayError(f"{path}: no reader(s) {unknown} (did you mean "
+                              f"{', '.join(h[0] for h in hints.values() if h) or 'one of ' + str(sorted(set(df['model'])))}?)")
+        df = df[df["model"].isin(models)]
+    df = df.assign(task=task).reset_index(drop=True)
+    df = _join(df, task, path)
+    if sample is not None:
+        qids = sorted(df["qid"].unique())
+        rng = np.random.default_rng(seed)
+        keep = set(rng.choice(qids, size=min(sample, len(qids)), replace=False))
+        df = df[df["qid"].isin(keep)].reset_index(drop=True)
+    return df
+
+
+def _join(df: pd.DataFrame, task: str, path: Path) -> pd.DataFrame:
+    items = data.items(task)
+    by_q: dict[str, list[int]] = {}
+    for i, q in enumerate(items["question"]):
+        by_q.setdefault(q, []).append(i)
+    missing = sorted(set(df["question"]) - set(by_q))
+    if missing:
+        raise ReplayError(f"{path}: {len(missing)} question(s) are not in the DisastQA {task} items "
+                          f"(first: {missing[0][:80]!r}); replay needs answers to the released benchmark")
+    gold = items["answer"].tolist() if task == "mcq" else None
+    pos = df["question"].map(lambda q: by_q[q][0]).to_numpy().copy()
+    repeated = df.index[df["question"].map(lambda q: len(by_q[q]) > 1)]
+    # a repeated question: the copy with the row's gold letter, else the copies in order of the reader's file
+    for (_, _), g in df.loc[repeated].groupby(["model", "setting"], sort=False):
+        used: set[int] = set()
+        for idx, r in g.sort_values("item").iterrows():
+            cands = [i for i in by_q[r["question"]] if i not in used] or by_q[r["question"]]
+            if task == "mcq" and len(cands) > 1:
+                same = [i for i in cands if gold[i] == str(r["correct_answer"]).strip().upper()]
+                cands = same or cands
+            used.add(cands[0])
+            pos[df.index.get_loc(idx)] = cands[0]
+    out = df.assign(qid=items["qid"].to_numpy()[pos])
+    keep = ["qid", "answer", "options"] if task == "mcq" else ["qid", "reference", "key_points", "difficulty"]
+    out = out.drop(columns=[c for c in ("difficulty",) if c in out.columns and task == "oe"])
+    return out.merge(items[keep], on="qid", how="left")
+
+
+# -- measures -----------------------------------------------------------------------------------------------------
+def bleu4_paper(pred: str, ref: str) -> float:
+    """The authors' BLEU-4: NLTK sentence_bleu, weights (0, 0, 0, 1), whitespace tokens, no smoothing."""
+    from nltk.translate.bleu_score import sentence_bleu
+
+    hyp = (pred or "").split()
+    if not hyp:
+        return 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # NLTK warns on every zero 4-gram count; the score is 0 then
+        return float(sentence_bleu([(ref or "").split()], hyp, weights=(0, 0, 0, 1)))
+
+
+def bertscore_encoder(convention: str, extra: dict[str, str] | None = None) -> dict[str, Any]:
+    """The encoder a BERTScore convention resolves to here: paper (roberta-large, layer 17) where its weights
+    exist, else the named offline fallback; `minilm` asks for the fallback directly; `off` for none."""
+    from irgrid import models as models_mod
+
+    if convention == "off":
+        return {"convention": "off"}
+    if convention not in ("paper", "minilm"):
+        raise ReplayError(f"bertscore must be paper, minilm or off, got {convention!r}")
+    if convention == "paper":
+        model, layer = BERTSCORE["paper"]
+        try:
+            resolved = models_mod.resolve(model, extra)
+            return {"convention": "paper", "model": model, "layer": layer, "location": resolved.location,
+                    "source": resolved.source, "fallback": False}
+        except Exception as e:  # noqa: BLE001 - any resolution failure means: weights not here
+            reason = str(e).split(".")[0]
+    model, layer = BERTSCORE["fallback"]
+    resolved = models_mod.resolve(model, extra)
+    out = {"convention": convention, "model": model, "layer": layer or "last", "location": resolved.location,
+           "source": resolved.source, "fallback": convention == "paper"}
+    if convention == "paper":
+        out["why"] = f"roberta-large unavailable here ({reason}); values not comparable with the paper's"
+    return out
+
+
+def _cell_key(task: str, frame: pd.DataFrame, config: dict[str, Any]) -> str:
+    content = frame[["qid", "model_answer"]].astype(str).to_numpy().tolist()
+    return config_hash({"format": CACHE_FORMAT, "task": task, "answers": content, "config": config}, length=16)
+
+
+def _score_mcq(g: pd.DataFrame) -> pd.DataFrame:
+    out = g[["model", "setting", "item", "qid", "task"]].copy()
+    raw = g["model_answer"]
+    out["pred"] = [parse_letter(a, tuple(o)) if isinstance(a, str) else None for a, o in zip(raw, g["options"])]
+    out["accuracy"] = [measures.accuracy(p, gold) for p, gold in zip(out["pred"], g["answer"])]
+    out["unparseable"] = out["pred"].isna()
+    out["authors_correct"] = g["is_correct"].astype(bool).astype(float).to_numpy()
+    return out
+
+
+def _score_oe(g: pd.DataFrame, judge: judges.Judge, scorer: judges.KeypointScorer, bert,
+              wanted: tuple[str, ...] = OE_MEASURES) -> pd.DataFrame:
+    out = g[["model", "setting", "item", "qid", "task", "difficulty"]].copy()
+    preds = [clean_open_answer(a) if isinstance(a, str) else "" for a in g["model_answer"]]
+    refs = list(g["reference"])
+    for name, fn in (("ROUGE-L", measures.rouge_l), ("BLEU-4", measures.bleu4), ("BLEU-4-paper", bleu4_paper)):
+        out[name] = [fn(p, r) for p, r in zip(preds, refs)] if name in wanted else np.nan
+    out["BERTScore-F1"] = bert.f1(preds, refs) if bert is not None and "BERTScore-F1" in wanted else np.nan
+    kps = [list(k) for k in g["key_points"]]
+    if judge.units == "model_keypoint":
+        if "model_keypoint" not in g:
+            raise ReplayError("judge units model_keypoint need the released `model_keypoint` field (open-ended "
+                              "answer files of disastqa-outputs)")
+        units = [list(k) if isinstance(k, (list, tuple, np.ndarray)) else [] for k in g["model_keypoint"]]
+        scores = scorer.score(units, kps, scorers=[judge.scorer])[judge.scorer]
+    else:
+        scores = scorer.score(preds, kps, scorers=[judge.scorer])[judge.scorer]
+    out["coverage"] = judges.coverage_pct(scores, judge.threshold)
+    out["keypoint_scores"] = [json.dumps([round(float(x), 4) for x in s]) for s in scores]
+    if "answer_coverage" in g:
+        col = "human_coverage" if "golden_keypoint" in g else "authors_coverage"
+        out[col] = pd.to_numeric(g["answer_coverage"], errors="coerce").to_numpy()
+    return out
+
+
+def score(frame: pd.DataFrame, judge: judges.Judge | None = None, bertscore: str = "paper",
+          models_map: dict[str, str] | None = None, oe_measures: tuple[str, ...] = OE_MEASURES
+          ) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Per-answer scores of every (model, setting) cell, each cell cached by content and configuration."""
+    task = str(frame["task"].iloc[0])
+    if judge is None:
+        judge = judges.default_judge("model_keypoint" in frame)
+    bad = sorted(set(oe_measures) - set(OE_MEASURES))
+    if bad:
+        raise ReplayError(f"unknown open-ended measure(s) {bad}; known: {list(OE_MEASURES)}")
+    if "BERTScore-F1" not in oe_measures:
+        bertscore = "off"
+    info: dict[str, Any] = {}
+    bert_cfg = bertscore_encoder(bertscore, models_map) if task == "oe" else {"convention": "n/a"}
+    config = {"judge": judge.config(), "bertscore": {k: bert_cfg.get(k) for k in ("model", "layer")},
+              "measures": sorted(oe_measures)}
+    if task == "oe":
+        info["coverage_judge"] = judge.config()
+        info["bertscore"] = bert_cfg
+    scorer = judges.KeypointScorer(judge.model or "sentence-transformers/all-MiniLM-L6-v2", settings.device())
+    bert = None
+    parts = []
+    for (model, setting), g in frame.groupby(["model", "setting"], sort=False):
+        key = _cell_key(task, g, config if task == "oe" else {})
+        path = settings.cache_root() / "qa" / "replay" / f"{key}.json"
+        if path.exists():
+            cell = pd.read_json(path, orient="records", dtype={"qid": str, "model": str, "setting": str})
+            log.info("replay %s / %s / %s: cached", model, setting, task)
+        else:
+            start = time.perf_counter()
+            if task == "mcq":
+                cell = _score_mcq(g)
+            else:
+                if bert is None and bert_cfg.get("location"):
+                    bert = measures.BERTScore(bert_cfg["location"], layer=bert_cfg.get("layer")
+                                              if isinstance(bert_cfg.get("layer"), int) else None,
+                                              device=settings.device())
+                cell = _score_oe(g, judge, scorer, bert, tuple(oe_measures))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(path, cell.to_json(orient="records"))
+            log.info("replay %s / %s / %s: %d answers in %.1f s", model, setting, task, len(g),
+                     time.perf_counter() - start)
+        parts.append(cell)
+    out = pd.concat(parts, ignore_index=True)
+    if task == "oe" and bert_cfg.get("convention") != "off":
+        out["bertscore_encoder"] = bert_cfg["model"]
+    return out, info
+
+
+# -- summaries ----------------------------------------------------------------------------------------------------
+def measure_columns(scored: pd.DataFrame) -> list[str]:
+    if scored["task"].iloc[0] == "mcq":
+        return ["accuracy", "authors_correct"]
+    cols = [m for m in OE_MEASURES if m in scored and scored[m].notna().any()]
+    return cols + [c for c in ("human_coverage", "authors_coverage") if c in scored and scored[c].notna().any()]
+
+
+def summarize(scored: pd.DataFrame, samples: int = 1000, seed: int = 0) -> pd.DataFrame:
+    rows = []
+    for m in measure_columns(scored):
+        s = measures.summarize(scored.dropna(subset=[m]), m, ["model", "setting"], samples, seed)
+        s.insert(0, "task", scored["task"].iloc[0])
+        s.insert(3, "measure", m)
+        rows.append(s)
+    return pd.concat(rows, ignore_index=True)
+
+
+def paired_tests(scored: pd.DataFrame, test: str = "t", correction: str | None = "holm") -> pd.DataFrame:
+    """Golden vs Base and Mix vs Golden and Mix vs Base per reader and measure (exact McNemar for accuracy),
+    corrected over the three pairs of each family, as for live readers."""
+    pairs = [("base", "golden"), ("base", "mix"), ("golden", "mix")]
+    out = []
+    for m in [c for c in measure_columns(scored) if c not in ("authors_correct", "authors_coverage")]:
+        for model, g in scored.groupby("model", sort=False):
+            block = g.drop_duplicates(["qid", "setting"]).pivot(index="qid", columns="setting", values=m)
+            rows, ps = [], []
+            for a, b in pairs:
+                if a not in block or b not in block:
+                    continue
+                pair = block[[a, b]].dropna()
+                p = measures.paired_p(pair[a].to_numpy(), pair[b].to_numpy(), test, binary=(m == "accuracy"))
+                ps.append(p)
+                rows.append({"task": scored["task"].iloc[0], "model": model, "measure": m, "setting_a": a,
+                             "setting_b": b, "mean_a": float(pair[a].mean()), "mean_b": float(pair[b].mean()),
+                             "n": int(len(pair)), "test": "mcnemar-exact" if m == "accuracy" else test,
+                             "p_value": p})
+            for row, pc in zip(rows, measures.correct(ps, correction)):
+                out.append({**row, "p_value_corrected": pc, "correction": correction})
+    return pd.DataFrame(out)
+
+
+def mcq_differences(scored: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
+    """Answers where our accuracy and the authors' flag disagree, with the released fields to explain them."""
+    diff = scored[scored["accuracy"] != scored["authors_correct"]]
+    keep = frame.loc[:, ["model", "setting", "item", "question", "correct_answer", "model_answer", "is_correct"]]
+    out = diff.merge(keep, on=["model", "setting", "item"], how="left")
+    return out[["model", "setting", "item", "qid", "question", "correct_answer", "model_answer", "pred",
+                "is_correct", "accuracy"]]
+
+
+def human_agreement(scored: pd.DataFrame) -> dict[str, Any]:
+    """Agreement of our coverage with the human one, plus the checks that bound what per-answer agreement can
+    mean with these labels (see README: the released per-answer values are not aligned with the answers)."""
+    from scipy import stats
+
+    df = scored.dropna(subset=["human_coverage"])
+    out = judges.agreement(df, "coverage", "human_coverage")
+    within = [stats.spearmanr(g["coverage"], g["human_coverage"]).statistic
+              for _, g in df.groupby(["model", "setting"]) if g["coverage"].nunique() > 1]
+    out["within_cell_spearman_mean"] = float(np.nanmean(within)) if within else float("nan")
+    n_kp = df["keypoint_scores"].map(lambda s: len(json.loads(s))).to_numpy()
+    out.update(label_alignment(df["human_coverage"].to_numpy(float), n_kp, df["model"].to_numpy(),
+                               df["setting"].to_numpy()))
+    return out
+
+
+def label_alignment(values: np.ndarray, n_kp: np.ndarray, model: np.ndarray, setting: np.ndarray,
+                    permutations: int = 20, seed: int = 0) -> dict[str, float]:
+    """Share of coverage labels (other than 0 and 100) that are a multiple of 100/n for their own item's key
+    point count n, against the same share after shuffling labels within each reader x setting file. Aligned
+    labels give 1.0; labels written to the wrong answers give the shuffled share."""
+    def share(v: np.ndarray) -> float:
+        k = v * n_kp / 100.0
+        nt = ~np.isin(np.round(v, 2), [0.0, 100.0])
+        return float((np.abs(k - np.round(k)) < 0.06)[nt].mean())
+
+    rng = np.random.default_rng(seed)
+    cells = pd.Series(list(zip(model, setting)))
+    shuffled = []
+    for _ in range(permutations):
+        v = values.copy()
+        for idx in cells.groupby(cells).indices.values():
+            v[idx] = rng.permutation(v[idx])
+        shuffled.append(share(v))
+    return {"labels_consistent_with_keypoint_count": share(values),
+            "labels_consistent_if_shuffled_within_file": float(np.mean(shuffled))}
+
+
+# -- the command --------------------------------------------------------------------------------------------------
+def markdown(results: pd.DataFrame, info: dict[str, Any], agreement: dict[str, Any] | None,
+             differences: pd.DataFrame | None, source: str) -> str:
+    task = results["task"].iloc[0]
+    lines = [f"# Replay of {source}", ""]
+    wide = results.pivot_table(index=["model", "setting"], columns="measure", values="value", sort=False)
+    ms = list(wide.columns)
+    lines += ["| model | setting | " + " | ".join(ms) + " |", "|---|---|" + "---:|" * len(ms)]
+    for (model, setting), r in wide.iterrows():
+        lines.append(f"| {model} | {setting} | " + " | ".join(f"{r[m]:.4f}" if m != "coverage" and
+                                                             "coverage" not in m else f"{r[m]:.1f}"
+                                                             for m in ms) + " |")
+    lines.append("")
+    if task == "oe":
+        b = info.get("bertscore", {})
+        lines += [f"BERTScore-F1 encoder: {b.get('model', 'off')} (layer {b.get('layer', '-')})"
+                  + (f" - FALLBACK: {b['why']}" if b.get("fallback") else ""),
+                  f"Coverage (%): automatic judge {json.dumps(info.get('coverage_judge'))}; not the paper's "
+                  "human protocol.", ""]
+    if agreement:
+        lines += ["## Agreement with the human-verified coverage", "",
+                  "| measure | value |", "|---|---:|"] + [f"| {k} | {v:.4f} |" if isinstance(v, float)
+                                                      else f"| {k} | {v} |" for k, v in agreement.items()]
+        lines.append("")
+    if differences is not None:
+        lines += [f"Answers where our accuracy differs from the authors' flag: {len(differences)} "
+                  "(differences.csv).", ""]
+    return "\n".join(lines) + "\n"
+
+
+def run(path: str | Path, out: str | Path | None = None, *, models: list[str] | None = None,
+        sample: int | None = None, seed: int = 0, judge: judges.Judge | None = None, bertscore: str = "paper",
+        bootstrap: dict[str, int] | None = None, test: str = "t", correction: str | None = "holm",
+        oe_measures: tuple[str, ...] = OE_MEASURES) -> dict[str, Any]:
+    """Score a released answers file; writes answers.csv, results.csv, tests.csv, results.md, manifest.json
+    (+ differences.csv for multiple choice, agreement.json where human labels exist)."""
+    from irgrid.report import git_sha, package_versions
+
+    b = {"samples": 1000, "seed": 0, **(bootstrap or {})}
+    frame = load(path, models, sample, seed)
+    scored, info = score(frame, judge, bertscore, oe_measures=tuple(oe_measures))
+    results = summarize(scored, b["samples"], b["seed"])
+    tests = paired_tests(scored, test, correction)
+    task = scored["task"].iloc[0]
+    differences = mcq_differences(scored, frame) if task == "mcq" else None
+    agreement = (human_agreement(scored) if task == "oe" and "human_coverage" in scored else None)
+    answers = scored.drop(columns=[c for c in ("unparseable",) if c in scored])
+    if out is not None:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(out / "answers.csv", answers.to_csv(index=False))
+        write_text_atomic(out / "results.csv", results.to_csv(index=False))
+        write_text_atomic(out / "tests.csv", tests.to_csv(index=False))
+        if differences is not None:
+            write_text_atomic(out / "differences.csv", differences.to_csv(index=False))
+        if agreement is not None:
+            judges.write_json(out / "agreement.json", agreement)
+        write_text_atomic(out / "results.md", markdown(results, info, agreement, differences, str(path)))
+        manifest = {"source": str(path), "task": task, "models": sorted(scored["model"].unique()),
+                    "sample": sample, "seed": seed, "answers": int(len(scored)), "scorers": info,
+                    "bootstrap": b, "test": test, "correction": correction, "git": git_sha(),
+                    "packages": package_versions(), "cache": str(settings.cache_root())}
+        write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=2, default=str))
+    return {"answers": answers, "results": results, "tests": tests, "differences": differences,
+            "agreement": agreement, "info": info}
+
+
+# -- the replay reader in QA experiment files ----------------------------------------------------------------------
+FILES = {"mcq": "mcq_answers.csv.gz", "oe": "oe_answers.jsonl.gz"}
+
+
+def outputs_dir() -> Path:
+    return data.shared_root() / "datasets" / "disastqa-outputs"
+
+
+def reader_entry(raw: dict[str, Any], where: str):
+    """`{replay: MODEL, dir: FOLDER}` in an experiment's readers: the released answers of MODEL as a reader."""
+    from irgrid.qa.readers import Reader
+    from irgrid.retrievers import ModelRef
+
+    extra = sorted(set(raw) - {"replay", "dir"})
+    if extra:
+        raise ReplayError(f"{where}: unknown key(s) {extra}; a replay reader is {{replay: MODEL, dir: FOLDER}}")
+    folder = str(raw.get("dir") or outputs_dir())
+    return Reader(f"replay-{raw['replay']}", ModelRef(str(raw["replay"])), backend="replay",
+                  params={"dir": folder}, notes="released answers of the DisastQA authors, replayed")
+
+
+class ReplayReader:
+    """Answers of one released reader for the items of a cell: the frame a live reader's transform returns."""
+
+    def __init__(self, entry):
+        self.entry = entry
+        self.model = entry.model.id
+        self.folder = Path(entry.params["dir"])
+        self._frames: dict[str, pd.DataFrame] = {}
+
+    def _frame(self, task: str) -> pd.DataFrame:
+        if task not in self._frames:
+            self._frames[task] = load(self.folder / FILES[task], [self.model])
+        return self._frames[task]
+
+    def answer(self, df: pd.DataFrame, setting: str) -> pd.DataFrame:
+        task = str(df["task"].iloc[0]) if "task" in df and len(df) else None
+        if task is None:
+            task = "mcq" if str(df["qid"].iloc[0]).startswith("mcq") else "oe"
+        if setting not in SETTINGS:
+            raise ReplayError(f"reader {self.entry.name}: released answers exist only for base, golden and mix, "
+                              f"not for setting {setting!r}")
+        rel = self._frame(task)
+        rel = rel[rel["setting"] == setting].drop_duplicates("qid").set_index("qid")
+        missing = sorted(set(df["qid"]) - set(rel.index))
+        if missing:
+            raise ReplayError(f"reader {self.entry.name}: no released {task} answer for {len(missing)} item(s) in "
+                              f"setting {setting} (first {missing[0]}); the file "
+                              f"{self.folder / FILES[task]} lacks them (see its README)")
+        raw = [rel.at[q, "model_answer"] for q in df["qid"]]
+        out = df[["qid"]].copy()
+        out["prompt"] = None
+        out["qanswer"] = [a if isinstance(a, str) else "" for a in raw]
+        if task == "mcq":
+            out["pred"] = [parse_letter(a, tuple(o)) if isinstance(a, str) else None
+                           for a, o in zip(raw, df["options"])]
+        else:
+            out["pred"] = [clean_open_answer(a) if isinstance(a, str) else "" for a in raw]
+        out["evidence_docnos"] = [[] for _ in range(len(out))]
+        return out
