@@ -24,7 +24,7 @@ KINDS = ("sequence-classification", "monot5")
 MONOT5_TEMPLATE = "Query: {query} Document: {text} Relevant:"
 
 
-def make_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None) -> Any:
+def make_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None, index: Any = None) -> Any:
     """The entry's scorer (registered with irgrid.expressions for the right side of >>)."""
     return _scorer_class()(entry.name, dict(entry.options), models["model"], device)
 

@@ -385,6 +385,10 @@ def with_extra(spec: Any, extra: Mapping[str, Any] | None, keys: Mapping[str, st
     from irgrid.experiment import ExperimentSpec
     from irgrid.experiment import load as load_experiment
 
+    from irgrid.experiment import from_dict
+
+    if isinstance(spec, dict):
+        spec = from_dict(spec)
     spec = spec if isinstance(spec, ExperimentSpec) else load_experiment(spec)
     if not extra:
         return spec
@@ -414,7 +418,7 @@ def _compile(tree: Ref | Op, parts: Mapping[str, Retriever], mode: str, dataset:
         if mode == "first":
             stage = CachedRun(entry, dataset, store, model_map)
         else:
-            stage = DocText(dataset) >> _scorer(entry, model_map)
+            stage = _scorer(entry, dataset, store, model_map)
         accounted.append(stage)
         return stage
     args = dict(tree.args)
@@ -513,32 +517,37 @@ def _classes() -> dict[str, type]:
 
         def __init__(self, dataset: Dataset):
             self.dataset = dataset
-            self._store = None
+            self._store: Any = None
+            self._all: dict[str, str] | None = None  # collections without a docstore (bring-your-own files)
             self._fields: list[str] = []
 
-        def _docstore(self) -> Any:
-            if self._store is None:
+        def _texts(self, docnos: list[str]) -> dict[str, str]:
+            if self._store is None and self._all is None:
                 from irgrid.datasets import _irds_load
 
                 corpus = self.dataset.corpus_dataset()
                 irds = _irds_load(corpus)
                 names = irds.docs_cls()._fields
                 self._fields = [f for f in corpus.fields if f in names]
-                self._store = irds.docs_store()
-            return self._store
+                try:
+                    self._store = irds.docs_store()
+                except AttributeError:  # read once into memory: such collections are small files
+                    self._all = {d["docno"]: d["text"] for d in corpus.docs()}
+            if self._all is not None:
+                return {d: self._all[d] for d in docnos if d in self._all}
+            docs = self._store.get_many(docnos)
+            return {d: " ".join(t for t in (getattr(doc, f) for f in self._fields) if t) for d, doc in docs.items()}
 
         def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
             if "text" in inp.columns:
                 return inp
             if len(inp) == 0:
                 return inp.assign(text=pd.Series([], dtype=object))
-            store = self._docstore()
-            docs = store.get_many(list(dict.fromkeys(inp["docno"].astype(str))))
-            missing = sorted(set(inp["docno"].astype(str)) - set(docs))
+            text = self._texts(list(dict.fromkeys(inp["docno"].astype(str))))
+            missing = sorted(set(inp["docno"].astype(str)) - set(text))
             if missing:
-                raise KeyError(f"{self.dataset.corpus}: {len(missing)} candidate document(s) not in the docstore, "
+                raise KeyError(f"{self.dataset.corpus}: {len(missing)} candidate document(s) not in the corpus, "
                                f"e.g. {missing[:3]}")
-            text = {d: " ".join(t for t in (getattr(doc, f) for f in self._fields) if t) for d, doc in docs.items()}
             return inp.assign(text=inp["docno"].astype(str).map(text))
 
         def __repr__(self) -> str:
@@ -590,13 +599,19 @@ def _classes() -> dict[str, type]:
 # -- scorers ------------------------------------------------------------------------------------------------------
 
 
-def _scorer(entry: Retriever, model_map: Mapping[str, str]) -> Any:
+def _scorer(entry: Retriever, dataset: Dataset, store: Store, model_map: Mapping[str, str]) -> Any:
+    """The entry in re-ranking position. Scorer factories get (entry, resolved models, device, index): `index`
+    is the entry's opened index when the cache already holds it for this corpus (never built for this), else
+    None; a factory that needs texts gets them from the dataset's docstore (DocText)."""
     from irgrid import settings
-    from irgrid.grid import resolve_models
+    from irgrid.grid import open_index, resolve_models
 
     _ensure_scorers()
     factory = SCORERS[entry.query]
-    return factory(entry, resolve_models(entry.all_models(), dict(model_map)), settings.device())
+    index = open_index(entry, dataset, store, dict(model_map)) \
+        if entry.index is not None and store.index_ready(entry.index, dataset) else None
+    scorer = factory(entry, resolve_models(entry.all_models(), dict(model_map)), settings.device(), index)
+    return scorer if getattr(scorer, "needs_text", True) is False else DocText(dataset) >> scorer
 
 
 class Memo:
@@ -621,18 +636,26 @@ class Memo:
         return [self.values[k] for k in keys]
 
 
-def dense_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None) -> Any:
-    """A dense entry as a re-ranker: pyterrier-dr's BiEncoder text scorer over irgrid's engine for this entry
-    (the entry's checkpoints, pooling, prompts and lengths), so candidates get the scores the entry's index would
-    give them (dot product of the same vectors) without building an index."""
+def dense_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None, index: Any = None) -> Any:
+    """A dense entry as a re-ranker, scoring the candidates by the dot product of the entry's own vectors:
+
+    - its index is in the cache: the query encoder (irgrid's engine) >> pyterrier-dr's FlexIndex scorer over the
+      indexed vectors (exactly the scores of the entry's full run for those documents);
+    - otherwise: pyterrier-dr's BiEncoder text scorer over irgrid's engine for this entry (checkpoints, pooling,
+      prompts, lengths), encoding only the candidates' texts, no index built. The vectors equal the indexed ones
+      up to float rounding of batch composition (tests/test_expressions.py compares the two paths).
+    """
     import numpy as np
     import pyterrier_dr
 
-    from irgrid.encoders import ENCODERS, engine_for
+    from irgrid.encoders import ENCODERS, engine_for, make_query_encoder
 
     spec = ENCODERS.get(entry.options["encoder"])
     batch = int(entry.options["batch_size"])
     q_engine = engine_for(spec, "q", models["query"], device, batch)
+    if index is not None:
+        scorer = make_query_encoder(q_engine) >> index.scorer()
+        return _with_latency(scorer, None, needs_text=False)
     d_engine = engine_for(spec, "d", models["doc"], device, batch)
 
     class EngineBiEncoder(pyterrier_dr.BiEncoder):
@@ -657,20 +680,25 @@ def dense_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None
     return _with_latency(bi.text_scorer(), bi)
 
 
-def _with_latency(scorer: Any, owner: Any) -> Any:
-    """The scorer, exposing its owner's memo latency (pyterrier-dr's scorer hides the encoder from walkers)."""
+def _with_latency(scorer: Any, owner: Any, needs_text: bool = True) -> Any:
+    """The scorer, exposing its owner's memo latency (pyterrier-dr's scorer hides the encoder from walkers);
+    accepts the empty frames of warm-up calls, and drops query vectors from its output."""
     import pyterrier as pt
 
     class _Scorer(pt.Transformer):
         def transform(self, inp: Any) -> Any:
             if len(inp) == 0:
                 return inp.assign(score=[], rank=[]) if "score" not in inp.columns else inp
-            return scorer.transform(inp)
+            out = scorer.transform(inp.drop(columns=["score", "rank"], errors="ignore"))
+            out = out.drop(columns=[c for c in ("query_vec", "doc_vec", "docid") if c in out.columns])
+            return pt.model.add_ranks(out)
 
         def latency_seconds(self) -> float:
-            return owner.latency_seconds()
+            return owner.latency_seconds() if owner is not None else 0.0
 
         def __repr__(self) -> str:
             return repr(scorer)
 
-    return _Scorer()
+    out = _Scorer()
+    out.needs_text = needs_text
+    return out
