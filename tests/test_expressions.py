@@ -310,3 +310,31 @@ def test_doc_text_from_the_docstore_is_the_indexing_text():
         docs = list(itertools.islice(ds.docs(), 0, 400, 40))
         out = DocText(ds).transform(pd.DataFrame({"qid": "1", "query": "q", "docno": [d["docno"] for d in docs]}))
         assert out["text"].tolist() == [d["text"] for d in docs]
+
+
+def test_report_writes_fusion_suggestions_as_ready_to_paste_pipelines(fresh_store, tmp_path):
+    """`irgrid report` turns measured failure overlap into experiment items; pasted back, they run as cells whose
+    scores are the ones the report measured offline."""
+    import yaml
+
+    from irgrid.reports import write_report
+
+    exp = {"name": "fusion-report", "datasets": ["vaswani"], "measures": ["AP", "nDCG@10"], "baseline": "bm25-pisa",
+           "latency_sample": 0, "retrievers": ["bm25-pisa", {"name": "bm25-pisa", "as": "k12", "options": {"k1": 1.2}},
+                                               {"name": "bm25-pisa", "as": "b08", "options": {"b": 0.8}}]}
+    grid.run(from_dict(exp), out=tmp_path / "out", store=fresh_store)
+    write_report(tmp_path / "out", n_resamples=50)
+    report = tmp_path / "out" / "report"
+    suggestions = pd.read_csv(report / "fusion_suggestions.csv")
+    assert len(suggestions) and all(e == f"rrf({a}, {b}, k=60)" for a, b, e in
+                                    zip(suggestions["a"], suggestions["b"], suggestions["expression"]))
+    text = (report / "fusion_pipelines.yaml").read_text()
+    items = yaml.safe_load(text)
+    assert [i["pipeline"] for i in items] == list(suggestions["expression"])
+    assert "# vaswani: Jaccard" in text and "-> RRF" in text
+    pasted = {**exp, "retrievers": [*exp["retrievers"], *items]}
+    results = grid.run(from_dict(pasted), store=fresh_store).set_index(["system", "measure"])["value"]
+    fused = pd.read_csv(report / "fusion_rrf.csv")
+    for item, (_, s) in zip(items, suggestions.iterrows()):
+        row = fused[(fused["a"] == s["a"]) & (fused["b"] == s["b"]) & (fused["measure"] == "AP")].iloc[0]
+        assert results[item["as"], "AP"] == pytest.approx(row["rrf_value"], abs=1e-6)
