@@ -382,10 +382,8 @@ class _Extra(Retriever):
 
 def with_extra(spec: Any, extra: Mapping[str, Any] | None, keys: Mapping[str, str] | None) -> Any:
     """The spec with Python-composed pipelines appended as cells (see `extra_pipeline`)."""
-    from irgrid.experiment import ExperimentSpec
+    from irgrid.experiment import ExperimentSpec, from_dict
     from irgrid.experiment import load as load_experiment
-
-    from irgrid.experiment import from_dict
 
     if isinstance(spec, dict):
         spec = from_dict(spec)
