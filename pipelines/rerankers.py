@@ -17,10 +17,14 @@ UNVERIFIED = "revision unverified offline: left unpinned"
 
 def cross_encoder(name: str, model: ModelRef, kind: str, reference: str, batch_size: int = 32,
                   max_length: int = 512) -> Retriever:
+    def query(artifact, ctx):  # listed as a plain retriever: says how to use it when it runs
+        return reranker_query(artifact, ctx, name)
+
+    register_scorer(query, make_scorer, rerank_only=True)
     return register(Retriever(
         name=name, family="reranker", architecture="cross-encoder" if kind != "monot5" else "sequence-to-sequence",
-        query=reranker_query, models={"model": model}, extra="dense", reference=reference,
-        options={"kind": kind, "batch_size": batch_size, "max_length": max_length, "_name": name},
+        query=query, models={"model": model}, extra="dense", reference=reference,
+        options={"kind": kind, "batch_size": batch_size, "max_length": max_length},
     ))
 
 
@@ -32,5 +36,3 @@ cross_encoder("ce-ms-marco-minilm-l12-v2",
 cross_encoder("monot5-base", ModelRef("castorini/monot5-base-msmarco-10k", arch="t5", tiny=(("tokenizer", "unigram"),)),
               "monot5", f"Nogueira et al., Findings of EMNLP 2020; pyterrier-t5 MonoT5ReRanker's default checkpoint; "
                         f"{UNVERIFIED}", batch_size=16)
-
-register_scorer(reranker_query, make_scorer, rerank_only=True)

@@ -29,9 +29,9 @@ def make_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None,
     return _scorer_class()(entry.name, dict(entry.options), models["model"], device)
 
 
-def reranker_query(artifact: Any, ctx: QueryContext) -> Any:
+def reranker_query(artifact: Any, ctx: QueryContext, name: str) -> Any:
     """A re-ranker listed as a plain grid retriever: it has nothing to retrieve, and says so when it runs."""
-    return _scorer_class()(ctx.options.get("_name", "re-ranker"), dict(ctx.options), ctx.models["model"], ctx.device)
+    return _scorer_class()(name, dict(ctx.options), ctx.models["model"], ctx.device)
 
 
 def _scorer_class() -> type:
