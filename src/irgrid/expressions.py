@@ -377,7 +377,12 @@ class _Extra(Retriever):
         import pyterrier as pt
 
         p = self.pipeline
-        return p if isinstance(p, pt.Transformer) else p(dataset.name)
+        p = p if isinstance(p, pt.Transformer) else p(dataset.name)
+        if dataset.drop_self_matches:  # the dataset's policy applies to every cell (entries get it in build_pipeline)
+            from irgrid.transforms import DropSelfMatches
+
+            p = p >> DropSelfMatches()
+        return p
 
 
 def with_extra(spec: Any, extra: Mapping[str, Any] | None, keys: Mapping[str, str] | None) -> Any:
