@@ -203,8 +203,9 @@ def refs(tree: Ref | Op) -> list[str]:
 
 # -- resolution: names -> entries, cycles, positions -------------------------------------------------------------
 
-# query builders of entries that can score a given candidate set: query builder -> scorer factory(entry, dataset,
-# models, device). Dense entries are registered below; re-ranker entries register themselves (pipelines/rerankers).
+# query builders of entries that can score a given candidate set: query builder -> scorer factory(entry, resolved
+# models, device, index or None). Dense entries are registered here (dense_scorer); re-ranker entries register
+# themselves (pipelines/rerankers.py). RERANK_ONLY: entries that cannot be a first stage.
 SCORERS: dict[Callable[..., Any], Callable[..., Any]] = {}
 RERANK_ONLY: set[Callable[..., Any]] = set()
 
