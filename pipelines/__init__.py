@@ -7,5 +7,6 @@ from irgrid.pipelines import (  # noqa: F401
     expansion,
     late_interaction,
     learned_sparse,
+    rerankers,
     sparse,
 )

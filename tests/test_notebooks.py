@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from irgrid import grid
@@ -38,8 +39,12 @@ def test_every_notebook_is_tested():
         assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code"), path
 
 
-def test_compose_pipeline_notebook(shared_store):
+def test_compose_pipeline_notebook(shared_store, tmp_path, monkeypatch):
+    monkeypatch.setenv("IRGRID_NOTEBOOK_OUT", str(tmp_path))
     execute(NOTEBOOKS / "compose_pipeline.ipynb")  # the kernel inherits IRGRID_CACHE: the session's cache
+    results = pd.read_csv(tmp_path / "results.csv")  # the notebook's pipelines ran as grid cells
+    assert {"rrf-python", "top10-python", "rrf-expression", "top10-expression"} <= set(results["system"])
+    assert (tmp_path / "runs" / "vaswani" / "rrf-python.res.gz").exists()
 
 
 def test_stored_grid_figures_notebook(shared_store, tmp_path, monkeypatch):

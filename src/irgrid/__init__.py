@@ -31,10 +31,19 @@ if TYPE_CHECKING:
     from irgrid.retrievers import Retriever
 
 
-def run(experiment: Any, out: Any = None) -> pd.DataFrame:
-    """Run an experiment file (or spec); returns the long-form results DataFrame."""
+def run(experiment: Any, out: Any = None, *, extra: dict[str, Any] | None = None,
+        keys: dict[str, str] | None = None) -> pd.DataFrame:
+    """Run an experiment file (or spec, or dict); returns the long-form results DataFrame.
+
+    `extra` adds pipelines composed in Python as cells of the grid (same cache, runs, tests and reports), each
+    under the cache key given in `keys` (e.g. `extra={"mine": pipeline}, keys={"mine": "my-v1"}`); a pipeline
+    may also be a function dataset name -> transformer."""
     from irgrid.grid import run as _run
 
+    if extra or keys:
+        from irgrid.expressions import with_extra
+
+        experiment = with_extra(experiment, extra, keys)
     return _run(experiment, out)
 
 

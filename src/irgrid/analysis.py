@@ -335,6 +335,28 @@ def fusion_suggestions(jaccard_long: pd.DataFrame, families: Mapping[str, str], 
     return pd.DataFrame(rows, columns=["dataset", "a", "b", "jaccard", "family_a", "family_b", "cross_family"])
 
 
+def fusion_expression(a: str, b: str, k: int = 60) -> str:
+    """A suggestion as a pipeline expression (irgrid.expressions) over the grid's own system names."""
+    return f"rrf({a}, {b}, k={k})"
+
+
+def fusion_pipelines_yaml(suggestions: pd.DataFrame, fused: pd.DataFrame, k: int = 60) -> str:
+    """The suggestions as ready-to-paste `retrievers:` items of the grid's experiment file (one per pair, with
+    the datasets it was suggested for and the measured RRF values as comments)."""
+    lines = ["# Fusion suggestions (lowest hard-query overlap): paste under `retrievers:` of the experiment file.",
+             f"# Each is reciprocal rank fusion (k = {k}) of two of its systems; values: stored runs fused offline."]
+    for (a, b), block in suggestions.groupby(["a", "b"], sort=False):
+        lines.append("")
+        for _, s in block.iterrows():
+            f = fused[(fused["dataset"] == s["dataset"]) & (fused["a"] == a) & (fused["b"] == b)]
+            values = "; ".join(f"{r['measure']} {r['a_value']:.4f} / {r['b_value']:.4f} -> RRF {r['rrf_value']:.4f}"
+                               for _, r in f.iterrows())
+            lines.append(f"# {s['dataset']}: Jaccard {s['jaccard']:.2f}"
+                         f"{', cross-family' if s['cross_family'] else ''}{'; ' + values if values else ''}")
+        lines.append(f'- {{as: rrf-{a}-{b}, pipeline: "{fusion_expression(a, b, k)}"}}')
+    return "\n".join(lines) + "\n"
+
+
 def rrf_runs(*runs: pd.DataFrame, k: int = 60, num_results: int | None = 1000) -> pd.DataFrame:
     """Reciprocal rank fusion of stored result frames: score = Σ 1 / (k + rank), rank 0-based per run as
     PyTerrier ranks (the same fused scores as pyterrier-alpha's rr_fusion, Cormack et al. 2009).

@@ -79,6 +79,15 @@ def _dataset(item: Any, where: str, lookup, source: str) -> ds_mod.Dataset:
     return lookup(ds_mod.get, str(item), where)
 
 
+def _pipeline_item(item: dict, where: str) -> tuple[str, str, str]:
+    """{as: NAME, pipeline: "EXPRESSION"} (grammar: irgrid.expressions) -> (name, expression, where)."""
+    extra = sorted(set(item) - {"as", "pipeline"})
+    if extra or not item.get("as") or not isinstance(item.get("pipeline"), str):
+        raise ExperimentError(f"{where}: a pipeline item is {{as: NAME, pipeline: \"EXPRESSION\"}}, e.g. "
+                              f"{{as: bm25-minilm, pipeline: \"bm25 % 100 >> all-minilm-l6-v2\"}}; got {item!r}")
+    return str(item["as"]), item["pipeline"], where
+
+
 def _non_negative_int(value: Any, where: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise ExperimentError(f"{where}: expected a whole number >= 0, got {value!r}")
@@ -132,13 +141,19 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
             raise ExperimentError(str(e)) from None
     datasets = [_dataset(d, f"datasets[{i}]", lookup, source) for i, d in enumerate(data["datasets"])]
     retrievers: list[r_mod.Retriever] = []
+    pipelines: dict[int, tuple[str, str, str]] = {}  # {as, pipeline} items: compiled once all names are known
     for i, item in enumerate(data["retrievers"]):
         where = f"retrievers[{i}]"
+        if isinstance(item, dict) and "pipeline" in item:
+            pipelines[i] = _pipeline_item(item, f"{source}: {where}")
+            retrievers.append(None)  # type: ignore[arg-type]
+            continue
         if isinstance(item, str):
             retrievers.append(lookup(r_mod.get, item, where))
             continue
         if not isinstance(item, dict) or "name" not in item:
-            raise ExperimentError(f"{source}: {where}: expected a name or {{name, as, options}}, got {item!r}")
+            raise ExperimentError(f"{source}: {where}: expected a name, {{name, as, options}} or {{as, pipeline}}, "
+                                  f"got {item!r}")
         extra = sorted(set(item) - {"name", "as", "options"})
         if extra:
             raise ExperimentError(f"{source}: {where}: unknown key(s) {extra}; allowed: name, as, options")
@@ -147,6 +162,16 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
             retrievers.append(base.with_options(name=item.get("as"), **(item.get("options") or {})))
         except ValueError as e:
             raise ExperimentError(f"{source}: {where}: {e}") from None
+    if pipelines:
+        from irgrid import expressions
+
+        named = {r.name: r for r in retrievers if r is not None}
+        try:
+            compiled = expressions.compile_items(list(pipelines.values()), named, lambda n: r_mod.get(n))
+        except expressions.ExpressionError as e:
+            raise ExperimentError(str(e)) from None
+        for i, (name, _, _) in pipelines.items():
+            retrievers[i] = compiled[name]
     names = [r.name for r in retrievers]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

@@ -110,6 +110,9 @@ def build_pipeline(retriever: Retriever, dataset: str | Dataset | None = None, s
         raise ValueError(f"{retriever.name}.pipeline() needs a dataset to index, e.g. 'beir/scifact/test'")
     dataset = get_dataset(dataset) if isinstance(dataset, str) else dataset
     store = store or Store()
+    compose = getattr(retriever, "compose", None)
+    if compose is not None:  # a pipeline expression (irgrid.expressions): built from its parts' stored cells
+        return compose(dataset, store, model_map)
     artifact = open_index(retriever, dataset, store, model_map)
     ctx = QueryContext(options=retriever.options, models=resolve_models(retriever.models, model_map),
                        device=settings.device())

@@ -148,6 +148,7 @@ def analyse(grid: Grid, n_resamples: int = an.BOOTSTRAP_B, seed: int = an.BOOTST
     jac_df = pd.DataFrame(jac, columns=["dataset", "a", "b", "jaccard"])
     first = _first_measure_values(grid)
     sugg = an.fusion_suggestions(jac_df, grid.families(), first)
+    sugg["expression"] = [an.fusion_expression(x, y, rrf_k) for x, y in zip(sugg["a"], sugg["b"])]  # paste-ready
     fused = []
     for _, s in sugg.iterrows():
         dataset = s["dataset"]
@@ -540,6 +541,9 @@ def write_report(out: str | Path, to: str | Path | None = None, n_resamples: int
         path = to / f"{name}.csv"
         write_text_atomic(path, frame.to_csv(index=False))
         written.append(path)
+    path = to / "fusion_pipelines.yaml"  # the suggestions as experiment items (irgrid.expressions)
+    write_text_atomic(path, an.fusion_pipelines_yaml(a.fusion_suggestions, a.fusion_rrf, a.params["rrf_k"]))
+    written.append(path)
     tables = build_tables(grid, a, reference)
     for t in tables:
         for ext, render in (("md", to_markdown), ("tex", to_latex), ("html", to_html)):

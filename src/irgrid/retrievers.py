@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from irgrid.models import Resolved
 
-FAMILIES = ("sparse", "expansion", "dense", "late-interaction")
+FAMILIES = ("sparse", "expansion", "dense", "late-interaction", "reranker", "pipeline")  # pipeline: irgrid.expressions
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-.")
 
 

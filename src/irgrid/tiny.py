@@ -39,6 +39,12 @@ def _decoder(cls: Any, **extra: Any) -> Any:
                pad_token_id=0, bos_token_id=101, eos_token_id=102, tie_word_embeddings=False, **extra)
 
 
+def _bert_cross_encoder(tf: Any) -> Any:  # the MS MARCO MiniLM cross-encoders: one relevance logit
+    config = _bert(tf)
+    config.num_labels = 1
+    return config
+
+
 # arch -> (config factory, model class name). The classes are the ones the real checkpoints load into.
 ARCHITECTURES: dict[str, tuple[Callable[[Any], Any], str]] = {
     "bert": (_bert, "BertModel"),
@@ -57,6 +63,10 @@ ARCHITECTURES: dict[str, tuple[Callable[[Any], Any], str]] = {
     "t5-encoder": (lambda tf: tf.T5Config(vocab_size=VOCAB, d_model=HIDDEN, d_kv=HIDDEN // HEADS, d_ff=FFN,
                                           num_layers=LAYERS, num_heads=HEADS, pad_token_id=0, eos_token_id=102,
                                           decoder_start_token_id=0), "T5EncoderModel"),
+    "bert-cross-encoder": (_bert_cross_encoder, "BertForSequenceClassification"),
+    "t5": (lambda tf: tf.T5Config(vocab_size=VOCAB, d_model=HIDDEN, d_kv=HIDDEN // HEADS, d_ff=FFN, num_layers=LAYERS,
+                                  num_heads=HEADS, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0),
+           "T5ForConditionalGeneration"),  # monoT5: the full seq2seq model with its LM head
     "nomic-bert": (lambda tf: tf.NomicBertConfig(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=LAYERS,
                                                  num_attention_heads=HEADS, intermediate_size=FFN), "NomicBertModel"),
     "jina-embeddings-v3": (lambda tf: tf.JinaEmbeddingsV3Config(vocab_size=VOCAB, hidden_size=HIDDEN,
