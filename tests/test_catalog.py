@@ -188,8 +188,11 @@ def test_cli_lists_the_catalog_as_csv():
                          text=True, check=True, env=env, timeout=120).stdout
     rows = {r["id"]: r for r in csv.DictReader(io.StringIO(out))}
     assert set(PAPER) <= set(rows)
-    assert list(next(iter(rows.values()))) == ["id", "group", "measures", "policies", "queries", "docs",
-                                               "counts_source", "ir_datasets", "corpus"]
+    assert list(next(iter(rows.values()))) == ["id", "group", "measures", "policies", "conventions", "queries",
+                                               "docs", "counts_source", "ir_datasets", "corpus"]
+    # which measure follows the paper's code and which the official tool
+    assert rows["followir/core17"]["conventions"] == "changed:=paper og:=FollowIR p-MRR-paper=paper p-MRR=MTEB"
+    assert rows["msmarco-passage/trec-dl-2020/judged"]["conventions"] == "R@1000=paper (rel>=1) R(rel=2)@1000=TREC/Pyserini"
     assert rows["beir/arguana/test"]["policies"] == "fields=title+text drop_self_matches"
     assert rows["instructir"]["measures"] == "nDCG@10 Robustness@10"
     assert rows["msmarco-passage/dev/small"]["queries"] == "6980"
