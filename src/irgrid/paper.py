@@ -72,6 +72,7 @@ class Convention:
     paper: str  # what the paper's code does (what the paper grid uses)
     official: str  # what the official tool / benchmark does
     source: str  # where this was verified
+    text: str = ""  # what the paper's text says, where it differs from its code
 
 
 CONVENTIONS: tuple[Convention, ...] = (
@@ -79,7 +80,9 @@ CONVENTIONS: tuple[Convention, ...] = (
                f"Score and Table A.7 MAP/nDCG@5 on the changed instructions with the changed qrels "
                f"(`{FOLLOWIR_PAPER_VARIANT}:<measure>`), x100",
                f"original instructions with the original qrels (`{FOLLOWIR_OFFICIAL_VARIANT}:<measure>`)",
-               "src/analysis/table_generator.py _average_score('followir_score'), create_instructir_followir_table"),
+               "src/analysis/table_generator.py _average_score('followir_score'), create_instructir_followir_table",
+               "Section 3.2.5 and Table 2: 'MAP@1000, nDCG@5'; the code takes ir_measures MAP (no cutoff) over "
+               "1001-deep runs; the paper grid uses AP@1000"),
     Convention("p-mrr",
                f"`{PMRR_PAPER}`: a changed document absent from the original run is skipped, one absent from the "
                f"changed run scores +1 (a base query without a changed run therefore scores +1)",
@@ -91,15 +94,20 @@ CONVENTIONS: tuple[Convention, ...] = (
                "src/evaluator.py (trec-dl measure_objs R@1000)"),
     Convention("instructir-query",
                "'<instruction> [SEP] <query>' (the benchmark's queries.jsonl)", "the same (MTEB's InstructIR task)",
-               "kaistAI/InstructIR data_creation/format_data.after_filtering.py; src/data_handler.py"),
+               "kaistAI/InstructIR data_creation/format_data.after_filtering.py; src/data_handler.py",
+               "Section 3.2: instructions 'are appended to the query' (true of FollowIR only); the paper grid "
+               "follows the code"),
     Convention("self-matches",
                "every dataset: a document whose id equals the query id is removed unless judged relevant "
                "(skip_self_matches='auto'); irgrid's catalog drops them on ArguAna and Quora only (BEIR, Pyserini "
                "--remove-query), where they occur",
-               "BEIR / Pyserini: ArguAna and Quora", "src/evaluator.py Evaluator.evaluate, src/analysis/aggregator.py"),
+               "BEIR / Pyserini: ArguAna and Quora", "src/evaluator.py Evaluator.evaluate, src/analysis/aggregator.py",
+               "Section 3.1: self-matches excluded on ArguAna; not applied by irgrid beyond ArguAna and Quora "
+               "(a grid-engine policy; the paper grid keeps the catalog's)"),
     Convention("depth",
                "1001 documents retrieved per query (so 1000 remain after a self-match is removed)",
-               "1000", "src/run.py run(top_k=1001)"),
+               "1000", "src/run.py run(top_k=1001)",
+               "not stated; irgrid keeps each entry's depth (num_results 1000), so the paper grid uses 1000"),
     Convention("bootstrap",
                "SE of an averaged column: every component's per-query vector resampled independently, the "
                "column's nested mean taken per replicate (B = 1000, seed 42); irgrid combines the components' "
