@@ -23,6 +23,18 @@ def test_paper_yaml_is_the_papers_grid():
     assert "beir/webis-touche2020" not in spec["datasets"]  # v2 only
 
 
+def test_paper_expected_file_names_cells_of_the_grid():
+    from irgrid import datasets
+    from irgrid.check import load_expected
+
+    spec = yaml.safe_load(PAPER_YAML.read_text())
+    expected = load_expected(ROOT / "experiments" / "paper.expected.yaml")
+    assert len(expected) == 13
+    for e in expected:
+        assert e.dataset in spec["datasets"] and e.system in spec["retrievers"] and e.source
+        assert e.measure in datasets.get(e.dataset).measures
+
+
 def test_every_paper_column_is_a_catalog_cell():
     """Every component of every column names a catalog dataset and one of its own measures."""
     from irgrid import datasets
