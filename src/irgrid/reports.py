@@ -219,7 +219,8 @@ class Table:
 MD_MARKS = {"within": "=", "above": "↑", "far-above": "⇈", "below": "↓", "far-below": "⇊", "new": "", "no-se": "?"}
 LEGEND = ("Colours (Table 2 of the paper): blue = within 2 SE of the published result (=), teal = 2–3 SE above (↑), "
           "green = ≥ 3 SE above (⇈), purple = 2–3 SE below (↓), red = ≥ 3 SE below (⇊), black = new result. "
-          "SE: bootstrap standard error of our result.")
+          "grey (?) = published, but no per-query values to estimate an SE. SE: bootstrap standard error of our "
+          "result; an averaged column's SE is sqrt(Σ w² SE²) over its cells.")
 
 
 def _fmt(v: Any, digits: int = 3) -> str:
