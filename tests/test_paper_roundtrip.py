@@ -98,3 +98,13 @@ def test_the_report_says_what_it_skipped(roundtrip):
     assert (out / "report" / "table2.md").exists() and not (out / "report" / "figure1.png").exists()
     table2 = (out / "report" / "table2.md").read_text()
     assert "| bm25 | 0.185 =" in table2 and "16.679 =" in table2
+
+
+def test_a_cell_without_per_query_values_has_no_delta_sigma():
+    from irgrid import analysis as an
+
+    results = pd.DataFrame({"dataset": ["beir/scifact/test"], "system": ["bm25"], "measure": ["nDCG@10"],
+                            "value": [0.679]})
+    z = an.zscores(results, pd.DataFrame(columns=["dataset", "system", "measure", "se"]), {"bm25": "BM25"})
+    row = z[z.column == "scifact"].iloc[0]
+    assert row["class"] == "no-se" and pd.isna(row["delta_sigma"]) and row["published"] == 0.679
