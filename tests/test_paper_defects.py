@@ -158,3 +158,25 @@ def test_8_instructir_query_is_instruction_sep_query():
     assert len(topics) == 9_906
     q = topics["1078446_1"]
     assert q.startswith("I am an interior designer") and q.endswith(" [SEP] wine cabinets definition")
+
+
+def test_2_column_se_equals_the_papers_bootstrap_of_the_nested_mean():
+    """table_generator.py `_se_for_cell`: per replicate, each component's per-query vector is resampled on its own
+    and the column's nested mean taken (B = 1000, seed 42); the SD of the replicates is the SE. Our column SE
+    combines the components' bootstrap SEs with the column's weights: the same quantity up to Monte Carlo error."""
+    import numpy as np
+
+    from irgrid import paper
+
+    col = paper.column("2", "beir_ndcg@10")
+    rng = np.random.default_rng(7)
+    perq = {(d, m): rng.beta(2, 3, size=int(rng.integers(30, 120))) for names, m in col.components for d in names[:1]}
+    ses = {k: an.bootstrap_se(v) for k, v in perq.items()}
+    ours = col.se(ses)
+    weights = [w for _, _, w in col.weights()]
+    boot = np.random.default_rng(42)
+    reps = [sum(w * v[boot.integers(0, len(v), len(v))].mean() for w, v in zip(weights, perq.values()))
+            for _ in range(1000)]
+    assert ours == pytest.approx(float(np.std(reps, ddof=1)), rel=0.06)
+    flat = math.sqrt(sum(s ** 2 for s in ses.values())) / len(ses)  # the old flat 25-part combination
+    assert abs(flat - ours) / ours > 0.1  # ~19% here
