@@ -8,13 +8,14 @@ no value with a default, which is wrong for values keyed by base query.
 
 Query id conventions (set by the loaders in `irgrid.loaders`):
 * InstructIR: `<base>_<n>` is instruction variant n of query `<base>`; Robustness@k groups by `<base>`.
-* FollowIR: `<base>-og` / `<base>-changed` are one topic under its original / changed instruction; p-MRR and
-  og:<measure> report one value per `<base>`.
+* FollowIR: `<base>-og` / `<base>-changed` are one topic under its original / changed instruction; p-MRR,
+  p-MRR-paper, og:<measure> and changed:<measure> report one value per `<base>`.
 Measures keyed by base query (`unit(m) == "base"`) cannot share a `pt.Experiment` call with per-query measures
 (PyTerrier averages over the union of query ids): `experiment()` evaluates each unit separately.
 
-Aggregates (BEIR mean over 14, CQADupStack macro mean over 12 forums, LoTTE mean, FollowIR Score and p-MRR) are
-functions over the long-form results that `irgrid.run` returns (columns dataset, system, measure, value).
+Aggregates (the paper's averaged columns, defined once in `irgrid.paper`: BEIR over 14 parts with CQADupStack's 12
+forums averaged first, LoTTE pooled, FollowIR Score and p-MRR x100) are functions over the long-form results that
+`irgrid.run` returns (columns dataset, system, measure, value).
 """
 
 from __future__ import annotations
