@@ -51,7 +51,9 @@ def cmd_datasets(args) -> int:
 
     def policies(d) -> str:
         out = [f"fields={'+'.join(d.fields)}"]
-        if d.query_fields:
+        if d.query_template:
+            out.append(f"query='{d.query_template}'")
+        elif d.query_fields:
             out.append(f"query={'+'.join(d.query_fields)}")
         if d.drop_self_matches:
             out.append("drop_self_matches")
