@@ -102,7 +102,10 @@ def test_paper_columns_map_our_datasets():
     assert an.column_cells(scifact, {("beir/scifact/test", "nDCG@10"): 0.6}) == [("beir/scifact/test", "nDCG@10")]
     assert an.column_cells(scifact, {("beir/scifact/test", "AP"): 0.6}) is None
     beir = cols["2", "beir_ndcg@10"]
-    assert len(beir.components) == 13 + 12  # 13 datasets and CQADupStack's 12 forums
+    assert len(beir.parts) == 14  # Table 2: the 14-part mean, CQADupStack's 12 forums averaged first
+    assert [len(p.members) for p in beir.parts].count(12) == 1 and len(beir.components) == 13 + 12
+    weights = {d: w for d, _, w in beir.weights()}
+    assert weights["beir/scifact/test"] == pytest.approx(1 / 14) and weights["beir/cqadupstack/tex"] == pytest.approx(1 / 168)
     assert an.column_cells(beir, {("beir/scifact/test", "nDCG@10"): 0.6}) is None  # incomplete: not compared
     assert cols["2", "msmarco_dev_mrr@10"].components == ((("msmarco-passage/dev/small",), "RR@10"),)
 

@@ -50,11 +50,13 @@ def test_every_paper_dataset_resolves_offline_with_its_policies():
     assert datasets.get("msmarco-passage/dev/small").fields == ("text",)  # MS MARCO has no titles
     assert datasets.get("beir/trec-covid/test").fields == ("title", "text")  # title prepended
     assert datasets.get("lotte/pooled/test/forum").measures == ("Success@5",)
-    assert datasets.get("instructir").query_fields == ("text", "instruction")  # instruction appended
+    assert datasets.get("instructir").query_template == "{instruction} [SEP] {text}"  # the benchmark's queries.jsonl
     assert datasets.get("instructir").measures == ("nDCG@10", "Robustness@10")
-    assert datasets.get("followir/news21").measures == ("og:nDCG@5", "p-MRR")
+    # the paper's conventions first (changed instructions, its p-MRR), then FollowIR's / MTEB's
+    assert datasets.get("followir/news21").measures == ("changed:nDCG@5", "og:nDCG@5", "p-MRR-paper", "p-MRR")
     assert datasets.get("followir/robust04").measures == datasets.get("followir/core17").measures == (
-        "og:AP@1000", "p-MRR")
+        "changed:AP@1000", "og:AP@1000", "p-MRR-paper", "p-MRR")
+    assert datasets.get("msmarco-passage/trec-dl-2019/judged").measures == ("nDCG@10", "R@1000", "R(rel=2)@1000")
     self_matches = {d.name for d in datasets.catalog() if d.drop_self_matches}
     assert {"beir/arguana/test", "beir/quora/test"} <= self_matches
     assert not self_matches & {n for n in PAPER if "arguana" not in n and "quora" not in n}
@@ -154,7 +156,8 @@ def test_instructir_through_ir_datasets_and_pyterrier():
     assert len(topics) == 9_906 == ds.counts.queries and len(qrels) == 9_906 == ds.counts.qrels
     assert topics["qid"].map(lambda q: q.rsplit("_", 1)[0]).nunique() == 1_267  # base MS MARCO queries
     first = topics.iloc[0]
-    assert first["qid"] == "1078446_1" and first["query"].startswith("wine cabinets definition I am an interior")
+    assert first["qid"] == "1078446_1" and first["query"].startswith("I am an interior")  # '<instr> [SEP] <query>'
+    assert first["query"].endswith(" [SEP] wine cabinets definition")
     assert set(qrels["qid"]) == set(topics["qid"])
     assert "instructir" in ir_datasets.registry  # registered: the same interface as any other dataset
     assert len(pt.get_dataset("irds:instructir").get_qrels()) == 9_906
@@ -185,8 +188,11 @@ def test_cli_lists_the_catalog_as_csv():
                          text=True, check=True, env=env, timeout=120).stdout
     rows = {r["id"]: r for r in csv.DictReader(io.StringIO(out))}
     assert set(PAPER) <= set(rows)
-    assert list(next(iter(rows.values()))) == ["id", "group", "measures", "policies", "queries", "docs",
-                                               "counts_source", "ir_datasets", "corpus"]
+    assert list(next(iter(rows.values()))) == ["id", "group", "measures", "policies", "conventions", "queries",
+                                               "docs", "counts_source", "ir_datasets", "corpus"]
+    # which measure follows the paper's code and which the official tool
+    assert rows["followir/core17"]["conventions"] == "changed:=paper og:=FollowIR p-MRR-paper=paper p-MRR=MTEB"
+    assert rows["msmarco-passage/trec-dl-2020/judged"]["conventions"] == "R@1000=paper (rel>=1) R(rel=2)@1000=TREC/Pyserini"
     assert rows["beir/arguana/test"]["policies"] == "fields=title+text drop_self_matches"
     assert rows["instructir"]["measures"] == "nDCG@10 Robustness@10"
     assert rows["msmarco-passage/dev/small"]["queries"] == "6980"

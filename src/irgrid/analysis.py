@@ -13,13 +13,14 @@ import math
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+from irgrid import paper
 
 if TYPE_CHECKING:
     import pyterrier as pt
@@ -70,11 +71,12 @@ def bootstrap_table(perquery: pd.DataFrame, n_resamples: int = BOOTSTRAP_B, seed
 
 # Table 2's colour classes (Section 4.1.2): |Δσ| <= 2 "within"; 2 < Δσ < 3 "above"; Δσ >= 3 "far-above";
 # -3 < Δσ < -2 "below"; Δσ <= -3 "far-below"; no published value: "new".
-CLASSES = ("within", "above", "far-above", "below", "far-below", "new")
+CLASSES = ("within", "above", "far-above", "below", "far-below", "new", "no-se")  # no-se: published, no per-query SE
 CLASS_COLOURS = {  # the paper's colour names; red and purple use the RGB values of its text
     "within": ("blue", (0.0, 0.27, 0.85)), "above": ("teal", (0.0, 0.5, 0.5)),
     "far-above": ("green", (0.0, 0.55, 0.0)), "below": ("purple", (0.5898, 0.2344, 0.668)),
     "far-below": ("red", (0.7852, 0.0, 0.0)), "new": ("black", (0.0, 0.0, 0.0)),
+    "no-se": ("grey", (0.4, 0.4, 0.4)),
 }
 
 
@@ -99,84 +101,15 @@ def classify(z: float | None) -> str:
     return "above" if z > 0 else "below"
 
 
-@dataclass(frozen=True)
-class PaperColumn:
-    """A column of one of the paper's tables and the (dataset, measure) cells of ours that make it.
-
-    Several components are averaged (BEIR's 14 datasets, CQADupStack's 12 forums, LoTTE's 5 domains); such a
-    column is compared only when every component is in the grid. Each component is a tuple of accepted
-    dataset ids (aliases of one dataset) and a measure.
-    """
-
-    table: str
-    column: str
-    label: str
-    components: tuple[tuple[tuple[str, ...], str], ...]
+# The paper's columns, their components and the published tables live in `irgrid.paper` (one description).
+PaperColumn = paper.Column
+TABLE_FILES = paper.TABLE_FILES
+reference_dir = paper.reference_dir
 
 
-TABLE_FILES = {
-    "2": "paper_table2.csv", "A.3": "paper_tableA3_zscores.csv", "A.4": "paper_tableA4_msmarco_dl.csv",
-    "A.5": "paper_tableA5_beir_ndcg@10.csv", "A.6": "paper_tableA6_lotte_success@5.csv",
-    "A.7": "paper_tableA7_instructir_followir.csv",
-}
-_DEV, _DL19, _DL20 = ("msmarco-passage/dev/small",), ("msmarco-passage/trec-dl-2019/judged",), \
-    ("msmarco-passage/trec-dl-2020/judged",)
-CQADUPSTACK_FORUMS = ("android", "english", "gaming", "gis", "mathematica", "physics", "programmers", "stats",
-                      "tex", "unix", "webmasters", "wordpress")
-BEIR_COLUMNS = ("trec-covid", "nfcorpus", "nq", "hotpotqa", "fiqa", "arguana", "webis-touche2020", "cqadupstack",
-                "quora", "dbpedia-entity", "scidocs", "fever", "climate-fever", "scifact")
-LOTTE_DOMAINS = ("lifestyle", "recreation", "science", "technology", "writing")
-
-
-def _beir_components(name: str) -> tuple[tuple[tuple[str, ...], str], ...]:
-    if name == "cqadupstack":
-        return tuple(((f"beir/cqadupstack/{f}",), "nDCG@10") for f in CQADUPSTACK_FORUMS)
-    ids = (f"beir/{name}", f"beir/{name}/test") + (("beir/webis-touche2020/v2",) if "touche" in name else ())
-    return ((ids, "nDCG@10"),)
-
-
-def _lotte(kind: str) -> tuple[tuple[tuple[str, ...], str], ...]:
-    return tuple(((f"lotte/{d}/test/{kind}",), "Success@5") for d in LOTTE_DOMAINS)
-
-
-def paper_columns() -> list[PaperColumn]:
-    """Every column of Tables 2 and A.4–A.7 with the cells of ours that map to it.
-
-    InstructIR (Robustness@10) and FollowIR (Score, p-MRR) have no ir_datasets ids or ir_measures measures, so
-    their columns have no components: the tables show the paper's values only.
-    """
-    beir_all = tuple(c for name in BEIR_COLUMNS for c in _beir_components(name))
-    cols = [
-        PaperColumn("2", "msmarco_dev_mrr@10", "MS MARCO MRR@10", ((_DEV, "RR@10"),)),
-        PaperColumn("2", "dl19_ndcg@10", "TREC-DL 19 nDCG@10", ((_DL19, "nDCG@10"),)),
-        PaperColumn("2", "dl20_ndcg@10", "TREC-DL 20 nDCG@10", ((_DL20, "nDCG@10"),)),
-        PaperColumn("2", "beir_ndcg@10", "BEIR nDCG@10", beir_all),
-        PaperColumn("2", "lotte_success@5", "LoTTE S@5", _lotte("search") + _lotte("forum")),
-        PaperColumn("A.4", "msmarco_dev_mrr@10", "MS MARCO MRR@10", ((_DEV, "RR@10"),)),
-        PaperColumn("A.4", "msmarco_dev_r@1000", "MS MARCO R@1000", ((_DEV, "R@1000"),)),
-        PaperColumn("A.4", "dl19_ndcg@10", "DL19 nDCG@10", ((_DL19, "nDCG@10"),)),
-        PaperColumn("A.4", "dl19_r@1000", "DL19 R@1000", ((_DL19, "R@1000"),)),
-        PaperColumn("A.4", "dl20_ndcg@10", "DL20 nDCG@10", ((_DL20, "nDCG@10"),)),
-        PaperColumn("A.4", "dl20_r@1000", "DL20 R@1000", ((_DL20, "R@1000"),)),
-        PaperColumn("A.6", "search", "LoTTE search S@5", _lotte("search")),
-        PaperColumn("A.6", "forum", "LoTTE forum S@5", _lotte("forum")),
-    ]
-    cols += [PaperColumn("A.5", name, name, _beir_components(name)) for name in BEIR_COLUMNS]
-    for col, label in (("instructir_robustness@10", "InstructIR R@10"), ("instructir_ndcg@10", "InstructIR nDCG@10"),
-                       ("followir_score", "FollowIR Score"), ("followir_p-mrr", "FollowIR p-MRR")):
-        cols.append(PaperColumn("2", col, label, ()))
-    for col in ("instructir_robustness@10", "instructir_ndcg@10", "robust04_map", "robust04_p-mrr",
-                "news21_ndcg@5", "news21_p-mrr", "core17_map", "core17_p-mrr"):
-        cols.append(PaperColumn("A.7", col, col, ()))
-    order = list(TABLE_FILES)
-    return sorted(cols, key=lambda c: order.index(c.table))  # stable: each table keeps its column order
-
-
-def reference_dir(path: str | Path | None = None) -> Path:
-    """The folder of the paper's tables as CSV (shipped with irgrid; override with a folder of the same files)."""
-    if path is not None:
-        return Path(path)
-    return Path(str(resources.files("irgrid") / "data"))
+def paper_columns() -> list[paper.Column]:
+    """Every column of Tables 2 and A.4-A.7 with the cells of ours that make it (see `irgrid.paper`)."""
+    return list(paper.COLUMNS)
 
 
 def load_paper_table(table: str, reference: str | Path | None = None) -> pd.DataFrame:
@@ -184,50 +117,48 @@ def load_paper_table(table: str, reference: str | Path | None = None) -> pd.Data
     return pd.read_csv(reference_dir(reference) / TABLE_FILES[table]).set_index("model")
 
 
-def column_cells(col: PaperColumn, cells: Mapping[tuple[str, str], Any]) -> list[tuple[str, str]] | None:
+def column_cells(col: paper.Column, cells: Mapping[tuple[str, str], Any]) -> list[tuple[str, str]] | None:
     """The (dataset, measure) keys of `cells` that fill every component of `col`, or None if one is missing."""
-    if not col.components:
-        return None
-    found = []
-    for ids, measure in col.components:
-        hit = next(((d, measure) for d in ids if (d, measure) in cells), None)
-        if hit is None:
-            return None
-        found.append(hit)
-    return found
+    return col.cells(cells)
 
 
 def zscores(results: pd.DataFrame, se: pd.DataFrame, paper_names: Mapping[str, str | None],
             reference: str | Path | None = None) -> pd.DataFrame:
-    """Our cells against the paper's published values (Equation 6), for every mappable column.
+    """Our cells against the paper's published values (Equation 6), for every column whose cells this grid has.
 
     `results` is results.csv (its `value` is μ̂), `se` the bootstrap table, `paper_names` maps our system names
-    to the paper's model names (None: not the paper's configuration, so every cell is a new result). An averaged
-    column's SE combines its components' SEs as independent samples: sqrt(Σ SE_i²) / k.
+    to the paper's model names (None: not the paper's configuration, so every cell is a new result). A column's
+    value and SE are its nested weighted mean (`paper.Column`): BEIR = (13 sets + the mean of CQADupStack's 12
+    forums) / 14, with SE = sqrt(Σ w² SE²), as the paper's aggregator bootstraps it; FollowIR columns x100.
+    A column with a cell that has no SE (no per-query values) gets SE NaN and no Δσ.
     """
-    value = results[results["measure"] != "ms/query"].set_index(["system", "dataset", "measure"])["value"]
+    res = results[results["measure"] != "ms/query"]
+    value = res.set_index(["system", "dataset", "measure"])["value"]
     se_map = se.set_index(["system", "dataset", "measure"])["se"]
     tables = {t: load_paper_table(t, reference) for t in TABLE_FILES}
     rows = []
-    for system in dict.fromkeys(results["system"]):
-        ours = {(d, m): v for (s, d, m), v in value.items() if s == system}
+    for system in dict.fromkeys(res["system"]):
+        ours = {(d, m): float(v) for (s, d, m), v in value.items() if s == system}
+        ses = {(d, m): float(v) for (s, d, m), v in se_map.items() if s == system}
         paper_model = paper_names.get(system)
         for col in paper_columns():
-            keys = column_cells(col, ours)
+            keys = col.cells(ours)
             if keys is None:
                 continue
-            mean = float(np.mean([ours[k] for k in keys]))
-            se_col = math.sqrt(sum(float(se_map[(system, *k)]) ** 2 for k in keys)) / len(keys)
+            mean = col.value(ours)
+            se_col = col.se(ses)
+            se_col = math.nan if se_col is None else se_col
             table = tables[col.table]
             published = None
             if paper_model is not None and paper_model in table.index and not pd.isna(table.at[paper_model, col.column]):
                 published = float(table.at[paper_model, col.column])
-            z = None if published is None else delta_sigma(mean, published, se_col)
+            z = None if published is None or math.isnan(se_col) else delta_sigma(mean, published, se_col)
+            klass = "no-se" if published is not None and z is None else classify(z)
             rows.append({"system": system, "paper_model": paper_model, "table": col.table, "column": col.column,
                          "label": col.label, "datasets": " ".join(sorted({d for d, _ in keys})),
                          "ours": mean, "se": se_col, "published": published,
                          "delta": None if published is None else mean - published,
-                         "delta_sigma": z, "class": classify(z)})
+                         "delta_sigma": z, "class": klass})
     return pd.DataFrame(rows, columns=["system", "paper_model", "table", "column", "label", "datasets", "ours", "se",
                                        "published", "delta", "delta_sigma", "class"])
 

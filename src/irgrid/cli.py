@@ -51,7 +51,9 @@ def cmd_datasets(args) -> int:
 
     def policies(d) -> str:
         out = [f"fields={'+'.join(d.fields)}"]
-        if d.query_fields:
+        if d.query_template:
+            out.append(f"query='{d.query_template}'")
+        elif d.query_fields:
             out.append(f"query={'+'.join(d.query_fields)}")
         if d.drop_self_matches:
             out.append("drop_self_matches")
@@ -60,7 +62,10 @@ def cmd_datasets(args) -> int:
     def n(value: int | None) -> str:
         return "" if value is None else str(value)
 
+    from irgrid.paper import conventions_of
+
     rows = [{"id": d.name, "group": d.group, "measures": " ".join(d.measures), "policies": policies(d),
+             "conventions": " ".join(conventions_of(d.name)) or "-",
              "queries": n(d.counts.queries), "docs": n(d.counts.docs), "counts_source": d.counts.source or "-",
              "ir_datasets": d.irds_id, "corpus": d.corpus} for d in entries]
     sys.stdout.write(_table(rows, args.format))

@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from irgrid import settings
+from irgrid import paper, settings
 from irgrid.registry import Registry, UnknownNameError, did_you_mean
 
 if TYPE_CHECKING:
@@ -58,6 +58,8 @@ class Dataset:
     group: str = "other"  # one of GROUPS: which part of the paper (and which aggregate) it belongs to
     irds_name: str | None = None  # the ir_datasets id when it differs from `name` (BEIR test sets without a split)
     query_fields: tuple[str, ...] = ()  # several query fields joined with a space (instruction after the query)
+    # or formatted with this template over the query fields (InstructIR: '{instruction} [SEP] {text}')
+    query_template: str | None = None
     counts: Counts = Counts()
     # builds the ir_datasets Dataset for ids ir_datasets does not ship (InstructIR, FollowIR, local files)
     loader: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
@@ -86,6 +88,8 @@ class Dataset:
             config["irds"] = self.irds_name
         if self.query_fields:
             config["query_fields"] = list(self.query_fields)
+        if self.query_template:
+            config["query_template"] = self.query_template
         if self.files:
             config["files"] = [list(f) for f in self.files]
         if self.sample:
@@ -138,8 +142,12 @@ class Dataset:
         if missing:
             raise DatasetError(f"dataset {self.name!r}: query field(s) {missing} do not exist (has {names}); "
                                f"fix query_fields in its catalog entry")
-        rows = [(q.query_id, " ".join(t for t in (getattr(q, f) for f in self.query_fields) if t))
-                for q in ds.queries_iter()]
+        if self.query_template:
+            rows = [(q.query_id, self.query_template.format(**{f: getattr(q, f) for f in self.query_fields}))
+                    for q in ds.queries_iter()]
+        else:
+            rows = [(q.query_id, " ".join(t for t in (getattr(q, f) for f in self.query_fields) if t))
+                    for q in ds.queries_iter()]
         return pd.DataFrame(rows, columns=["qid", "query"]).astype({"qid": str})
 
     def qrels(self) -> pd.DataFrame:
@@ -241,10 +249,9 @@ def _a2(queries: int, docs: int) -> Counts:
 register(Dataset("vaswani", corpus="vaswani", fields=("text",), measures=("AP", "nDCG@10")))
 
 # -- MS MARCO passage and TREC-DL (paper 3.2.1; passages have no titles) --------------------------------------
-for _split, _m, _q in (("dev/small", ("RR@10", "R@1000"), 6980),
-                       ("trec-dl-2019/judged", ("nDCG@10", "R@1000"), 43),
-                       ("trec-dl-2020/judged", ("nDCG@10", "R@1000"), 54)):
-    register(Dataset(f"msmarco-passage/{_split}", corpus="msmarco-passage", fields=("text",), measures=_m,
+# measures from irgrid.paper: TREC-DL R@1000 at relevance >= 1 (the paper's) and R(rel=2)@1000 (TREC/Pyserini)
+for _name, _q in ((paper.MSMARCO_DEV, 6980), (paper.DL19, 43), (paper.DL20, 54)):
+    register(Dataset(_name, corpus="msmarco-passage", fields=("text",), measures=paper.dataset_measures()[_name],
                      group="msmarco", counts=_a2(_q, 8_841_823)))
 
 # -- BEIR, the 14 public datasets (paper 3.2.2): title + text, nDCG@10 --------------------------------------------
@@ -258,8 +265,7 @@ _beir("arguana", split_ids={"test": "beir/arguana"}, drop_self_matches=True, not
       counts=_a2(1_406, 8_674))
 register(Dataset("beir/webis-touche2020/v2", corpus="beir/webis-touche2020/v2", query_field="text", group="beir",
                  counts=_a2(49, 382_545), notes="Touché-2020 v2 (the paper's choice), not v1"))
-CQADUPSTACK_FORUMS = ("android", "english", "gaming", "gis", "mathematica", "physics", "programmers", "stats",
-                      "tex", "unix", "webmasters", "wordpress")
+CQADUPSTACK_FORUMS = paper.CQADUPSTACK_FORUMS
 for _forum in CQADUPSTACK_FORUMS:  # Table A.2 gives only the totals (13,145 queries, 457,199 documents)
     register(Dataset(f"beir/cqadupstack/{_forum}", corpus=f"beir/cqadupstack/{_forum}", query_field="text",
                      group="beir", notes="one of 12 forums; CQADupStack is their macro mean"))
@@ -271,19 +277,11 @@ _beir("fever", splits=("test", "dev", "train"), counts=_a2(6_666, 5_416_568))
 _beir("climate-fever", split_ids={"test": "beir/climate-fever"}, counts=_a2(1_535, 5_416_593))
 _beir("scifact", splits=("test", "train"), counts=_a2(300, 5_183))
 
-# The paper's BEIR columns (Table A.5) -> the catalog datasets averaged into each (CQADupStack: its 12 forums)
-BEIR_PAPER: dict[str, tuple[str, ...]] = {
-    "trec-covid": ("beir/trec-covid/test",), "nfcorpus": ("beir/nfcorpus/test",), "nq": ("beir/nq/test",),
-    "hotpotqa": ("beir/hotpotqa/test",), "fiqa": ("beir/fiqa/test",), "arguana": ("beir/arguana/test",),
-    "webis-touche2020": ("beir/webis-touche2020/v2",),
-    "cqadupstack": tuple(f"beir/cqadupstack/{f}" for f in CQADUPSTACK_FORUMS),
-    "quora": ("beir/quora/test",), "dbpedia-entity": ("beir/dbpedia-entity/test",),
-    "scidocs": ("beir/scidocs/test",), "fever": ("beir/fever/test",), "climate-fever": ("beir/climate-fever/test",),
-    "scifact": ("beir/scifact/test",),
-}
+# The paper's BEIR columns (Table A.5) -> the catalog datasets averaged into each: see irgrid.paper
+BEIR_PAPER: dict[str, tuple[str, ...]] = paper.BEIR
 
 # -- LoTTE pooled test (paper 3.2.3): Success@5; documents have no titles -----------------------------------------
-LOTTE_PAPER = ("lotte/pooled/test/search", "lotte/pooled/test/forum")
+LOTTE_PAPER = tuple(paper.LOTTE.values())
 for _name, _q in zip(LOTTE_PAPER, (3_869, 10_025)):
     register(Dataset(_name, corpus="lotte/pooled/test", fields=("text",), measures=("Success@5",), group="lotte",
                      counts=_a2(_q, 2_819_103)))
@@ -307,14 +305,15 @@ def _instructir_loader() -> Any:
 
 
 register(Dataset(
-    "instructir", corpus="instructir", fields=("title", "text"), query_fields=("text", "instruction"),
-    measures=("nDCG@10", "Robustness@10"), group="instructir", loader=_instructir_loader,
-    counts=Counts(9_906, 16_072, 9_906, source="Table A.2"),
-    notes="query + instruction; qid <base>_<n> (n-th instruction of MS MARCO query <base>); corpus not staged",
+    paper.INSTRUCTIR, corpus="instructir", fields=("title", "text"), query_fields=("instruction", "text"),
+    query_template=paper.INSTRUCTIR_QUERY_TEMPLATE, measures=paper.dataset_measures()[paper.INSTRUCTIR],
+    group="instructir", loader=_instructir_loader, counts=Counts(9_906, 16_072, 9_906, source="Table A.2"),
+    notes="'<instruction> [SEP] <query>' as the benchmark's queries.jsonl (kaistAI/InstructIR); qid <base>_<n> "
+          "(n-th instruction of MS MARCO query <base>); corpus not staged",
 ))
 
-FOLLOWIR_PAPER: dict[str, str] = {  # dataset -> the measure the paper's Score takes from it
-    "followir/robust04": "og:AP@1000", "followir/news21": "og:nDCG@5", "followir/core17": "og:AP@1000"}
+FOLLOWIR_PAPER: dict[str, str] = {  # dataset -> the measure the paper's Score takes from it (changed instructions)
+    d: paper.dataset_measures()[d][0] for d in paper.FOLLOWIR.values()}
 
 
 def _followir_loader(split: str) -> Callable[[], Any]:
@@ -329,9 +328,11 @@ def _followir_loader(split: str) -> Callable[[], Any]:
 
 for (_name, _measure), (_q, _d) in zip(FOLLOWIR_PAPER.items(), ((52, 47_500), (32, 30_900), (20, 19_900))):
     register(Dataset(
-        _name, corpus=_name, query_fields=("text", "instruction"), measures=(_measure, "p-MRR"), group="followir",
+        _name, corpus=_name, query_fields=paper.FOLLOWIR_QUERY_FIELDS, measures=paper.dataset_measures()[_name],
+        group="followir",
         loader=_followir_loader(_name.split("/")[1]), counts=Counts(_q, _d, source="Table A.2 (base queries)"),
-        notes="query + instruction; qids <base>-og / <base>-changed (each base query twice); not staged",
+        notes="query + instruction; qids <base>-og / <base>-changed (each base query twice); changed:/og: = the "
+              "paper's / FollowIR's Score measures, p-MRR-paper / p-MRR = the paper's / MTEB's; not staged",
     ))
 
 

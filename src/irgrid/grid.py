@@ -360,11 +360,12 @@ def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store:
             rows.extend(dataset_rows)
             perquery.append(dataset_perq)
     results = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    cells_only = results[results["measure"] != "ms/query"]  # every aggregate reads the cells, never another's rows
     for name in spec.aggregates if len(results) else []:
         try:
-            extra = measures_mod.aggregate(results[results["measure"] != "ms/query"], name)
-        except measures_mod.AggregateError as e:  # a failed or missing cell: report, keep the other results
-            failures.append(Failure(f"aggregate:{name}", "*", str(e), ""))
+            extra = measures_mod.aggregate(cells_only, name)
+        except Exception as e:  # a failed or missing cell: report it, keep every result computed so far
+            failures.append(Failure(f"aggregate:{name}", "*", f"{type(e).__name__}: {e}", traceback.format_exc()))
             continue
         results = pd.concat([results, extra.assign(baseline=spec.baseline)], ignore_index=True)[RESULT_COLUMNS]
     if out is not None:

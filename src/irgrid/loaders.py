@@ -45,7 +45,7 @@ class MissingDataError(DatasetError):
 class InstructionQuery(NamedTuple):
     query_id: str
     text: str  # the user query
-    instruction: str  # appended to the query (paper Section 3.2)
+    instruction: str  # FollowIR: appended to the query; InstructIR: '<instruction> [SEP] <query>' (irgrid.paper)
 
 
 class TitleTextDoc(NamedTuple):
@@ -139,7 +139,9 @@ class MissingDocs(BaseDocs):
 
 class InstructIRQueries(BaseQueries):
     """InstructIR's `only_instruction_queries.jsonl`: `_id` `<base>_<n>`, `text` the instruction and
-    `metadata.origin_query` the query (the format of kaistAI/InstructIR; no ir_datasets format reads it)."""
+    `metadata.origin_query` the query (the format of kaistAI/InstructIR; no ir_datasets format reads it). Both are
+    the two halves of the benchmark's `queries.jsonl` text '<instruction> [SEP] <query>' (kaistAI/InstructIR
+    data_creation/format_data.after_filtering.py splits it on '[SEP]'), which the catalog rebuilds."""
 
     def __init__(self, path: Path, hint: str):
         self._path, self._hint = path, hint

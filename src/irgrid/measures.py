@@ -8,13 +8,14 @@ no value with a default, which is wrong for values keyed by base query.
 
 Query id conventions (set by the loaders in `irgrid.loaders`):
 * InstructIR: `<base>_<n>` is instruction variant n of query `<base>`; Robustness@k groups by `<base>`.
-* FollowIR: `<base>-og` / `<base>-changed` are one topic under its original / changed instruction; p-MRR and
-  og:<measure> report one value per `<base>`.
+* FollowIR: `<base>-og` / `<base>-changed` are one topic under its original / changed instruction; p-MRR,
+  p-MRR-paper, og:<measure> and changed:<measure> report one value per `<base>`.
 Measures keyed by base query (`unit(m) == "base"`) cannot share a `pt.Experiment` call with per-query measures
 (PyTerrier averages over the union of query ids): `experiment()` evaluates each unit separately.
 
-Aggregates (BEIR mean over 14, CQADupStack macro mean over 12 forums, LoTTE mean, FollowIR Score and p-MRR) are
-functions over the long-form results that `irgrid.run` returns (columns dataset, system, measure, value).
+Aggregates (the paper's averaged columns, defined once in `irgrid.paper`: BEIR over 14 parts with CQADupStack's 12
+forums averaged first, LoTTE pooled, FollowIR Score and p-MRR x100) are functions over the long-form results that
+`irgrid.run` returns (columns dataset, system, measure, value).
 """
 
 from __future__ import annotations
@@ -23,13 +24,14 @@ import re
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import ir_measures
 import pandas as pd
 from ir_measures.measures.base import Measure, ParamInfo
 from ir_measures.providers import Evaluator, Provider
+
+from irgrid import paper
 
 INSTRUCTIR_SEP = "_"
 FOLLOWIR_OG, FOLLOWIR_CHANGED = "-og", "-changed"
@@ -82,22 +84,32 @@ def pmrr_pair(og_rank: int, new_rank: int) -> float:
 
 
 class PairwiseMRR(Measure):
-    """p-MRR (Weller et al. 2025, FollowIR; paper Eq. 5), as FollowIR evaluates it: for each base query, the
-    documents relevant under the original instruction but not under the changed one ("changed" documents: judged
-    > 0 for `<base>-og` and not > 0 for `<base>-changed`) are looked up in both rankings (1-based; a document
-    not retrieved ranks one past the end of that ranking); the per-document scores are averaged per base query,
-    then over base queries. FollowIR prints it x100."""
+    """p-MRR (Weller et al. 2025, FollowIR; paper Eq. 5): for each base query, the documents relevant under the
+    original instruction but not under the changed one ("changed" documents: judged > 0 for `<base>-og` and not
+    > 0 for `<base>-changed`) are looked up in both rankings (1-based); the per-document scores are averaged per
+    base query, then over base queries. FollowIR and the paper print it x100.
+
+    Two conventions, by name (they differ only on documents or rankings that are missing):
+    * `p-MRR` (MTEB / FollowIR, `evaluate_p_mrr_change`, `get_rank_from_dict`): a document not retrieved ranks one
+      past the end of that ranking; a base query without both rankings is skipped.
+    * `p-MRR-paper` (the paper's code, valentinsvelev/retriever-evaluation src/evaluator.py `Evaluator.p_mrr`): a
+      changed document absent from the original ranking is skipped; one absent from the changed ranking scores
+      +1 (RR_new = 0), so a base query whose changed ranking is missing scores +1.
+    """
 
     NAME = __name__ = "p-MRR"
-    SUPPORTED_PARAMS = {"cutoff": ParamInfo(dtype=int, required=False, desc="ranking depth considered")}
+    SUPPORTED_PARAMS = {"cutoff": ParamInfo(dtype=int, required=False, desc="ranking depth considered"),
+                        "convention": ParamInfo(dtype=str, required=False, desc="'mteb' (default) or 'paper'")}
     RUN_INPUTS = ["query_id", "doc_id", "score"]
     QREL_INPUTS = ["query_id", "doc_id", "relevance"]
     UNIT = "base"
 
     def __repr__(self) -> str:
-        return "p-MRR" if "cutoff" not in self.params else f"p-MRR@{self.params['cutoff']}"
+        name = "p-MRR-paper" if self.params.get("convention") == "paper" else "p-MRR"
+        return name if "cutoff" not in self.params else f"{name}@{self.params['cutoff']}"
 
     def grouped_impl(self, qrels: pd.DataFrame, run: pd.DataFrame) -> Iterator[ir_measures.Metric]:
+        paper = self.params.get("convention") == "paper"
         ranks = _ranks(_cut(run, self.params.get("cutoff")))
         rel: dict[str, dict[str, int]] = defaultdict(dict)
         for qid, doc, label in zip(qrels["query_id"], qrels["doc_id"], qrels["relevance"]):
@@ -108,34 +120,53 @@ class PairwiseMRR(Measure):
             docs = [d for d, r in og.items() if r > 0 and changed.get(d, 0) <= 0]
             if not docs:
                 continue  # no document changed relevance: the query says nothing about instruction following
-            og_run, new_run = ranks.get(base + FOLLOWIR_OG, {}), ranks.get(base + FOLLOWIR_CHANGED, {})
-            scores = [pmrr_pair(og_run.get(d, len(og_run) + 1), new_run.get(d, len(new_run) + 1)) for d in docs]
+            og_run, new_run = ranks.get(base + FOLLOWIR_OG), ranks.get(base + FOLLOWIR_CHANGED)
+            if paper:
+                og_run, new_run = og_run or {}, new_run or {}
+                scores = [1.0 if d not in new_run else pmrr_pair(og_run[d], new_run[d]) for d in docs if d in og_run]
+                if not scores:
+                    continue  # every changed document is absent from the original run
+            else:
+                if og_run is None or new_run is None:
+                    continue  # MTEB skips a base query without both rankings
+                scores = [pmrr_pair(og_run.get(d, len(og_run) + 1), new_run.get(d, len(new_run) + 1)) for d in docs]
             yield ir_measures.Metric(base, self, sum(scores) / len(scores))
 
 
-class OnOriginal(Measure):
-    """`og:<measure>`: a standard measure on FollowIR's original-instruction queries only (`<base>-og`, with the
-    original qrels), reported per base query, as FollowIR reports MAP@1000 / nDCG@5."""
+class OnVariant(Measure):
+    """`og:<measure>` / `changed:<measure>`: a standard measure on FollowIR's original- (`<base>-og`) or changed-
+    instruction queries (`<base>-changed`) only, with that variant's qrels, reported per base query. FollowIR
+    reports the original (`og:`); the paper's Score and Table A.7 use the changed (`changed:`;
+    valentinsvelev/retriever-evaluation src/analysis/table_generator.py reads the `*_changed` scores)."""
 
     NAME = __name__ = "og"
-    SUPPORTED_PARAMS = {"measure": ParamInfo(desc="the wrapped ir_measures measure")}
+    SUPPORTED_PARAMS = {"measure": ParamInfo(desc="the wrapped ir_measures measure"),
+                        "variant": ParamInfo(dtype=str, required=False, desc="'og' (default) or 'changed'")}
     RUN_INPUTS = ["query_id", "doc_id", "score"]
     QREL_INPUTS = ["query_id", "doc_id", "relevance"]
     UNIT = "base"
 
+    @property
+    def suffix(self) -> str:
+        return FOLLOWIR_CHANGED if self.params.get("variant") == "changed" else FOLLOWIR_OG
+
     def __repr__(self) -> str:
-        return f"og:{self.params['measure']}"
+        return f"{self.suffix[1:]}:{self.params['measure']}"
 
     def grouped_impl(self, qrels: pd.DataFrame, run: pd.DataFrame) -> Iterator[ir_measures.Metric]:
         inner: Measure = self.params["measure"]
-        og_qrels = qrels[qrels["query_id"].astype(str).str.endswith(FOLLOWIR_OG)]
-        og_run = run[run["query_id"].astype(str).str.endswith(FOLLOWIR_OG)]
+        suffix = self.suffix
+        v_qrels = qrels[qrels["query_id"].astype(str).str.endswith(suffix)]
+        v_run = run[run["query_id"].astype(str).str.endswith(suffix)]
         seen = set()
-        for m in inner.iter_calc(og_qrels, og_run):
+        for m in inner.iter_calc(v_qrels, v_run):
             seen.add(m.query_id)
-            yield ir_measures.Metric(m.query_id[: -len(FOLLOWIR_OG)], self, m.value)
-        for qid in set(og_qrels["query_id"].astype(str)) - seen:  # judged but nothing retrieved
-            yield ir_measures.Metric(qid[: -len(FOLLOWIR_OG)], self, inner.DEFAULT)
+            yield ir_measures.Metric(m.query_id[: -len(suffix)], self, m.value)
+        for qid in set(v_qrels["query_id"].astype(str)) - seen:  # judged but nothing retrieved
+            yield ir_measures.Metric(qid[: -len(suffix)], self, inner.DEFAULT)
+
+
+OnOriginal = OnVariant  # the name before `changed:` existed
 
 
 class _GroupedEvaluator(Evaluator):
@@ -180,9 +211,12 @@ _OURS: dict[str, Callable[[str], Measure]] = {
     r"Robustness@(\d+)": lambda k: Robustness(cutoff=int(k)),
     r"p-MRR": lambda: PairwiseMRR(),
     r"p-MRR@(\d+)": lambda k: PairwiseMRR(cutoff=int(k)),
-    r"og:(.+)": lambda inner: OnOriginal(measure=parse(inner)),
+    r"p-MRR-paper": lambda: PairwiseMRR(convention="paper"),
+    r"p-MRR-paper@(\d+)": lambda k: PairwiseMRR(cutoff=int(k), convention="paper"),
+    r"og:(.+)": lambda inner: OnVariant(measure=parse(inner)),
+    r"changed:(.+)": lambda inner: OnVariant(measure=parse(inner), variant="changed"),
 }
-NAMES = ("Robustness@k", "p-MRR", "og:<measure>")
+NAMES = ("Robustness@k", "p-MRR", "p-MRR-paper", "og:<measure>", "changed:<measure>")
 
 
 def parse(text: str) -> Measure:
@@ -233,67 +267,41 @@ class AggregateError(ValueError):
     pass
 
 
-@dataclass(frozen=True)
-class Aggregate:
-    """A column of the paper computed from other rows: `members` maps a part to the datasets averaged into it,
-    `measures` says which measure each part contributes; the value is the mean over parts."""
+def _aggregate_rows(agg: paper.Aggregate, results: pd.DataFrame) -> pd.DataFrame:
+    """Rows (dataset=name, system, measure, value) for every system that has all of the column's cells.
 
-    name: str
-    members: dict[str, tuple[str, ...]]
-    measures: dict[str, str]
-    description: str = ""
-
-    def __call__(self, results: pd.DataFrame) -> pd.DataFrame:
-        """Rows (dataset=name, system, measure, value) for every system that has all members."""
-        from irgrid.datasets import get
-
-        irds = {n: get(n).irds_id for n in results["dataset"].unique()}  # aliases (beir/arguana/test) match too
-        wanted = {p: {get(d).irds_id for d in ds} for p, ds in self.members.items()}
-        rows = []
-        for system, sys_rows in results.groupby("system", sort=False):
-            parts: dict[str, float] = {}
-            missing: list[str] = []
-            for part, members in wanted.items():
-                sel = sys_rows[sys_rows["dataset"].map(irds).isin(members)
-                               & (sys_rows["measure"] == self.measures[part])]
-                found = {irds[d] for d in sel["dataset"]}
-                if found != members:
-                    missing += sorted(f"{d} ({self.measures[part]})" for d in members - found)
-                    continue
-                parts[part] = float(sel.groupby("dataset")["value"].mean().mean())  # macro: per dataset first
-            if missing:
-                raise AggregateError(
-                    f"{self.name} for {system!r} needs results on {len(missing)} more dataset(s): "
-                    f"{', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''}. Add them to the experiment's "
-                    f"datasets (and the measure to its measures), or compute the parts you have with pandas."
-                )
-            measure = "/".join(sorted(set(self.measures.values())))
-            rows.append({"dataset": self.name, "system": system, "measure": measure,
-                         "value": sum(parts.values()) / len(parts)})
-        return pd.DataFrame(rows, columns=["dataset", "system", "measure", "value"])
+    Result rows are matched by `paper.canonical` (aliases such as beir/arguana, query subsets such as
+    beir/scifact/test@q16s0); rows of other datasets (including earlier aggregates' rows) are ignored.
+    """
+    col = agg.column
+    wanted = {(d, p.measure) for p in col.parts for d in p.members}
+    rows = []
+    for system, sys_rows in results.groupby("system", sort=False):
+        values: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for d, m, v in zip(sys_rows["dataset"], sys_rows["measure"], sys_rows["value"]):
+            key = (paper.canonical(str(d)), str(m))
+            if key in wanted:
+                values[key].append(float(v))
+        missing = sorted(f"{d} ({m})" for d, m in wanted - set(values))
+        if missing:
+            raise AggregateError(
+                f"{agg.name} for {system!r} needs results on {len(missing)} more dataset(s): "
+                f"{', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''}. Add them to the experiment's "
+                f"datasets (and the measure to its measures), or compute the parts you have with pandas."
+            )
+        value = col.value({k: sum(v) / len(v) for k, v in values.items()})
+        rows.append({"dataset": agg.name, "system": system, "measure": agg.measure, "value": value})
+    return pd.DataFrame(rows, columns=["dataset", "system", "measure", "value"])
 
 
-def aggregates() -> dict[str, Aggregate]:
-    """The paper's aggregate columns by name."""
-    from irgrid.datasets import BEIR_PAPER, FOLLOWIR_PAPER, LOTTE_PAPER
-
-    cqa = BEIR_PAPER["cqadupstack"]
-    return {a.name: a for a in (
-        Aggregate("BEIR", BEIR_PAPER, {p: "nDCG@10" for p in BEIR_PAPER},
-                  "mean nDCG@10 over BEIR's 14 public datasets (CQADupStack as the mean of its 12 forums)"),
-        Aggregate("CQADupStack", {"cqadupstack": cqa}, {"cqadupstack": "nDCG@10"},
-                  "macro mean nDCG@10 over the 12 CQADupStack forums"),
-        Aggregate("LoTTE", {d: (d,) for d in LOTTE_PAPER}, {d: "Success@5" for d in LOTTE_PAPER},
-                  "mean Success@5 of LoTTE pooled search and forum"),
-        Aggregate("FollowIR-Score", {d: (d,) for d in FOLLOWIR_PAPER}, dict(FOLLOWIR_PAPER),
-                  "mean of Robust04 MAP@1000, News21 nDCG@5, Core17 MAP@1000 (original instructions)"),
-        Aggregate("FollowIR-p-MRR", {d: (d,) for d in FOLLOWIR_PAPER}, {d: "p-MRR" for d in FOLLOWIR_PAPER},
-                  "mean p-MRR over Robust04, News21, Core17"),
-    )}
+def aggregates() -> dict[str, paper.Aggregate]:
+    """The paper's aggregate columns (and the official conventions' variants) by name (`irgrid.paper`)."""
+    return dict(paper.AGGREGATES)
 
 
 def aggregate(results: pd.DataFrame, names: Iterable[str] | str) -> pd.DataFrame:
-    """The named aggregates as long-form rows, ready to `pd.concat` to the results."""
+    """The named aggregates as long-form rows, ready to `pd.concat` to the results. Every aggregate reads only
+    its own datasets' rows, so rows of other aggregates in `results` do no harm."""
     from irgrid.registry import UnknownNameError, did_you_mean
 
     known = aggregates()
@@ -302,5 +310,5 @@ def aggregate(results: pd.DataFrame, names: Iterable[str] | str) -> pd.DataFrame
         if name not in known:
             raise UnknownNameError(f"unknown aggregate {name!r}.{did_you_mean(name, list(known))} "
                                    f"Known: {', '.join(known)}")
-        out.append(known[name](results))
+        out.append(_aggregate_rows(known[name], results))
     return pd.concat(out, ignore_index=True)

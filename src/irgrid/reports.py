@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from irgrid import analysis as an
+from irgrid import paper
 from irgrid._util import write_text_atomic
 
 # -- loading a stored grid ----------------------------------------------------------------------------------
@@ -81,6 +82,11 @@ class Grid:
             out[name] = registered.paper_name if registered.key() == entry.get("config_hash") else None
         return out
 
+    def has_run(self, dataset: str, system: str) -> bool:
+        """Whether the stored run is here (results.csv alone is enough for the tables; failure points, Jaccard
+        and fusion need runs)."""
+        return (self.out / "runs" / slug(dataset) / f"{system}.res.gz").exists()
+
     def run(self, dataset: str, system: str) -> pd.DataFrame:
         path = self.out / "runs" / slug(dataset) / f"{system}.res.gz"
         run = pd.read_csv(path, sep=r"\s+", header=None, names=["qid", "Q0", "docno", "rank", "score", "name"],
@@ -134,11 +140,15 @@ def analyse(grid: Grid, n_resamples: int = an.BOOTSTRAP_B, seed: int = an.BOOTST
 
     boot = an.bootstrap_table(grid.perquery, n_resamples, seed)
     z = an.zscores(grid.results, boot, grid.paper_names(), reference)
-    ranks, hard, jac = [], [], []
+    ranks, hard, jac, skipped = [], [], [], []
     for dataset in grid.datasets:
+        systems = [s for s in grid.systems(dataset) if grid.has_run(dataset, s)]
+        if not systems:
+            skipped.append(dataset)
+            continue
         qrels = grid.qrels(dataset)
         sets = {}
-        for system in grid.systems(dataset):
+        for system in systems:
             r = an.failure_ranks(grid.run(dataset, system), qrels, depth=depth)
             ranks.append(pd.DataFrame({"dataset": dataset, "system": system, "qid": r.index, "rank": r.to_numpy()}))
             sets[system] = an.hard_queries(r, fraction)
@@ -171,7 +181,8 @@ def analyse(grid: Grid, n_resamples: int = an.BOOTSTRAP_B, seed: int = an.BOOTST
                                                 "gain_over_best", "k"]),
         win_tie_loss=an.win_tie_loss(grid.results),
         meta_analysis=an.meta_analysis(grid.perquery, base) if base else an.meta_analysis(grid.perquery.iloc[:0], ""),
-        params={"B": n_resamples, "seed": seed, "fraction": fraction, "depth": depth, "rrf_k": rrf_k},
+        params={"B": n_resamples, "seed": seed, "fraction": fraction, "depth": depth, "rrf_k": rrf_k,
+                "skipped": skipped},
     )
 
 
@@ -206,10 +217,11 @@ class Table:
     notes: list[str] = field(default_factory=list)
 
 
-MD_MARKS = {"within": "=", "above": "↑", "far-above": "⇈", "below": "↓", "far-below": "⇊", "new": ""}
+MD_MARKS = {"within": "=", "above": "↑", "far-above": "⇈", "below": "↓", "far-below": "⇊", "new": "", "no-se": "?"}
 LEGEND = ("Colours (Table 2 of the paper): blue = within 2 SE of the published result (=), teal = 2–3 SE above (↑), "
           "green = ≥ 3 SE above (⇈), purple = 2–3 SE below (↓), red = ≥ 3 SE below (⇊), black = new result. "
-          "SE: bootstrap standard error of our result.")
+          "grey (?) = published, but no per-query values to estimate an SE. SE: bootstrap standard error of our "
+          "result; an averaged column's SE is sqrt(Σ w² SE²) over its cells.")
 
 
 def _fmt(v: Any, digits: int = 3) -> str:
@@ -288,7 +300,7 @@ def to_html(t: Table) -> str:
 
 
 def _our_values(grid: Grid) -> dict[str, dict[tuple[str, str], float]]:
-    res = grid.results[grid.results["measure"] != "ms/query"]
+    res = grid.results[(grid.results["measure"] != "ms/query") & ~grid.results["dataset"].isin(paper.AGGREGATES)]
     out: dict[str, dict[tuple[str, str], float]] = {}
     for _, r in res.iterrows():
         out.setdefault(r["system"], {})[(r["dataset"], r["measure"])] = float(r["value"])
@@ -353,13 +365,13 @@ def paper_table(grid: Grid, z: pd.DataFrame, table: str, reference: str | Path |
         rows.append([Cell(f"paper: {m}", muted=True)]
                     + [Cell(_fmt(_num(paper.at[m, c.column])), muted=True) for c in cols]
                     + [Cell(_fmt(published.get((m, *k))), muted=True) for k in extras])
-    names = {"2": "Table 2", "A.4": "Table A.4 (MS MARCO, TREC-DL)", "A.5": "Table A.5 (BEIR nDCG@10)",
-             "A.6": "Table A.6 (LoTTE Success@5)", "A.7": "Table A.7 (InstructIR, FollowIR)"}
+    names = dict(an.paper.TABLE_TITLES)
     notes = [LEGEND]
     if not any(v is not None for vals in values for v in vals):
         notes.append("No dataset of this grid maps to this table; only the paper's rows are shown.")
-    if any(not c.components for c in cols):
-        notes.append("InstructIR/FollowIR columns have no ir_datasets/ir_measures counterpart in irgrid yet.")
+    if any(c.scale != 1 for c in cols):
+        notes.append("FollowIR columns x100 as the paper prints them: Score and MAP/nDCG@5 on the changed "
+                     "instructions with the changed qrels, p-MRR as the paper's code computes it (irgrid.paper).")
     return Table(f"table{table.replace('.', '')}", names[table],
                  ["system"] + [c.label for c in cols] + [f"{d} {m}" for d, m in extras], rows, notes)
 
@@ -402,6 +414,8 @@ def failure_tbl(a: Analyses) -> Table:
 def jaccard_tables(a: Analyses, grid: Grid) -> list[Table]:
     out = []
     for dataset in grid.datasets:
+        if dataset in a.params.get("skipped", ()):
+            continue
         m = jaccard_square(a, grid, dataset)
         rows = [[Cell(s)] + [Cell(_fmt(float(m.at[s, t]), 2)) for t in m.columns] for s in m.index]
         out.append(Table(f"jaccard-{slug(dataset)}", f"Jaccard similarity of hard-query sets: {dataset}",
@@ -550,8 +564,12 @@ def write_report(out: str | Path, to: str | Path | None = None, n_resamples: int
             path = to / f"{t.stem}.{ext}"
             write_text_atomic(path, render(t))
             written.append(path)
-    figures = [figure1(grid, to / "figure1.png")]
+    figures = []
+    if (grid.results["measure"] == "ms/query").any():
+        figures.append(figure1(grid, to / "figure1.png"))
     for dataset in grid.datasets:
+        if dataset in a.params["skipped"]:
+            continue
         m = jaccard_square(a, grid, dataset)
         figures.append(jaccard_figure(m, f"Hard-query overlap (worst {fraction:.0%})\n{dataset}",
                                       to / f"jaccard-{slug(dataset)}.png"))
@@ -564,12 +582,15 @@ def _write_documents(grid: Grid, a: Analyses, tables: Sequence[Table], figures: 
     name = grid.manifest.get("experiment", grid.out.name)
     params = (f"bootstrap B = {a.params['B']}, seed = {a.params['seed']}; hard queries: worst {a.params['fraction']:.0%}"
               f" with failure rank capped at {a.params['depth'] + 1}; RRF k = {a.params['rrf_k']}")
-    md = [f"# {name}: report", "", f"From `{grid.out}` ({params}).", ""]
+    skipped = a.params.get("skipped") or []
+    note = (f"Skipped (no stored runs in {grid.out / 'runs'}): failure points, hard queries, Jaccard and fusion "
+            f"for {', '.join(skipped)}." if skipped else "")
+    md = [f"# {name}: report", "", f"From `{grid.out}` ({params}).", ""] + ([note, ""] if note else [])
     md += [to_markdown(t) for t in tables]
     md += [f"![{p.stem}]({p.name})\n" for p in figures]
     tex = [r"\documentclass{article}", r"\usepackage[margin=2cm]{geometry}", r"\usepackage{booktabs}",
            r"\usepackage[table]{xcolor}", r"\usepackage{graphicx}", r"\begin{document}",
-           rf"\section*{{{tex_escape(name)}: report}}", tex_escape(params)]
+           rf"\section*{{{tex_escape(name)}: report}}", tex_escape(params)] + ([tex_escape(note)] if note else [])
     tex += [to_latex(t) for t in tables]
     tex += [rf"\begin{{figure}}[ht]\centering\includegraphics[width=\linewidth]{{{p.name}}}\end{{figure}}"
             for p in figures]
@@ -578,6 +599,7 @@ def _write_documents(grid: Grid, a: Analyses, tables: Sequence[Table], figures: 
              "margin-bottom:.5em}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
              "td:first-child,th:first-child{text-align:left}.note{font-size:small;color:#444}img{max-width:100%}")
     body = [f"<h1>{html.escape(name)}: report</h1>", f"<p>{html.escape(params)}</p>"]
+    body += [f"<p class=\"note\">{html.escape(note)}</p>"] if note else []
     body += [to_html(t) for t in tables]
     body += [f'<figure><img src="{p.name}" alt="{p.stem}"><figcaption>{p.stem}</figcaption></figure>' for p in figures]
     doc = (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(name)}</title>"
