@@ -27,8 +27,8 @@ from irgrid import models as models_mod
 from irgrid import settings
 from irgrid._util import write_text_atomic
 from irgrid.datasets import Dataset
-from irgrid.doc_fields import fielded_docs
 from irgrid.datasets import get as get_dataset
+from irgrid.doc_fields import fielded_docs
 from irgrid.experiment import ExperimentSpec
 from irgrid.experiment import load as load_experiment
 from irgrid.retrievers import BuildContext, IndexRecipe, QueryContext, Retriever
