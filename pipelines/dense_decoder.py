@@ -10,7 +10,16 @@ from __future__ import annotations
 
 from irgrid.dense_entry import dense_retriever
 from irgrid.encoders import EncoderSpec
-from irgrid.paper_code import ENCODER_PY, GRITLM_PY, LLM2VEC_PY, MODELS_PY, NVEMBED_PY, generic, paper
+from irgrid.paper_code import (
+    ENCODER_PY,
+    ENCODER_PY_OLD,
+    GRITLM_PY,
+    LLM2VEC_PY,
+    MODELS_PY,
+    NVEMBED_PY,
+    generic,
+    paper,
+)
 from irgrid.profiles import Setting
 from irgrid.retrievers import ModelRef
 
@@ -43,21 +52,27 @@ ENCODER_DECODER = [
         query_template="Represent the Wikipedia question for retrieving supporting documents: {text}",
         doc_template="Represent the Wikipedia document for retrieval: {text}",
         profiles={
-            "paper": _st_paper(
-                query_template=paper("{text}", ENCODER_PY, "_load_model(): 'instructor' routed to the "
-                                                           "SentenceTransformer handler, encode() sends no instruction "
-                                                           "(the INSTRUCTOR handler is commented out)"),
-                doc_template=paper("{text}", ENCODER_PY, "encode(): SentenceTransformer handler, no instruction")),
+            "paper": {
+                "query_template": paper("Represent the question: {text}", ENCODER_PY_OLD,
+                                        "INSTRUCTOR handler: encode([[instr, text]]) with models.py "
+                                        "instruction_tuned_retrievers['instructor']['query_instruction']"),
+                "doc_template": paper("Represent the document: {text}", ENCODER_PY_OLD,
+                                      "INSTRUCTOR handler with models.py ['instructor']['doc_instruction']"),
+                "doc_fields": paper(("text",), ENCODER_PY_OLD, "encode(): the INSTRUCTOR handler never gets titles"),
+                "dtype": paper("fp32", ENCODER_PY_OLD, "_load_model(): INSTRUCTOR(model) (fp32)"),
+            },
             "card": {"query_template": Setting("Represent the Wikipedia question for retrieving supporting "
                                                "documents: {text}", "INSTRUCTOR README / MTEB instructor_models"),
                      "doc_template": Setting("Represent the Wikipedia document for retrieval: {text}",
                                              "INSTRUCTOR README / MTEB instructor_models"),
+                     "doc_fields": Setting(("title", "text"), "MTEB retrieval corpus: title + ' ' + text"),
                      "dtype": Setting("bf16", NO_CARD_DTYPE)},
         },
         citation="Su et al., Findings of ACL 2023",
-        notes="INSTRUCTOR mean-pools over the text tokens only (instruction excluded), then Dense + Normalize; the "
-              f"paper's final code sends no instruction at all ({MODELS_PY} still lists 'Represent the question: ' / "
-              f"'Represent the document: ', used only by the commented-out handler, which dropped titles); "
+        notes="INSTRUCTOR mean-pools over the text tokens only (instruction excluded), then Dense + Normalize. Two "
+              f"paper-code versions: the paper profile follows the INSTRUCTOR handler of {ENCODER_PY_OLD} (unified "
+              f"instructions, text only; the paper's text, Section 3.3.3, describes unified prompts); the final "
+              f"{ENCODER_PY} routes 'instructor' to SentenceTransformer with no instruction and title + text; "
               f"{UNVERIFIED}",
     ),
 ]
@@ -124,21 +139,18 @@ DECODER_ONLY = [
                 "query_template": paper("<|user|>\nGiven a question, retrieve passages that answer the question:\n"
                                         "<|embed|>\n{text}", GRITLM_PY, "_gritlm_instruction() with "
                                         "models.py generalist_embedders['gritlm']['query_instruction'] (ends with ':')"),
-                "normalize": paper(False, GRITLM_PY, "run(): GritLM.encode output indexed as is (IndexFlatIP)"),
-                "similarity": paper("dot", GRITLM_PY, "run(): inner product of unnormalised embeddings"),
                 "dtype": paper("fp16", GRITLM_PY, "_load_model(): GritLM(..., torch_dtype=torch.float16)"),
             },
             "card": {"query_template": Setting("<|user|>\nGiven a question, retrieve passages that answer the "
                                                "question\n<|embed|>\n{text}",
                                                "GritLM README format <|user|>\\n{instruction}\\n<|embed|>\\n; "
                                                "instruction: irgrid's unified one"),
-                     "normalize": Setting(True, "GritLM README: cosine similarity"),
-                     "similarity": Setting("cos", "GritLM README: cosine similarity"),
                      "dtype": Setting("bf16", "GritLM README: torch_dtype='auto' (bf16 weights)")},
         },
         citation="Muennighoff et al., ICLR 2025",
-        notes="GritLM embedding mode: bidirectional attention, mean pooling over the text after <|embed|>; "
-              "documents title + text (src/models/gritlm.py)",
+        notes="GritLM embedding mode: bidirectional attention, mean pooling over the text after <|embed|>, max 512 "
+              "(gritlm 1.0.2 encode default); documents title + text (src/models/gritlm.py); that file does not "
+              "normalise itself, the gritlm library's own default (normalized=True, unverified) applies to both",
     ),
     EncoderSpec(
         name="qwen3-embedding-0.6b",
@@ -199,15 +211,21 @@ DECODER_ONLY = [
                              arch="gemma3-text", tiny=(("st_dense", (64, 16)),)),
         pooling="mean", bidirectional=True, normalize=True, similarity="cos", query_max_length=2048,
         doc_max_length=2048,
-        query_template="task: search result | query: {text}", doc_template="title: none | text: {text}",
+        query_template="task: search result | query: {text}", doc_template="title: {text}",
+        doc_sep=" | text: ", doc_empty="none",
         profiles={
             "paper": _st_paper(
                 query_template=paper("{text}", ENCODER_PY, "encode(): SentenceTransformer.encode without prompt "
                                                            "(models.py gemma instructions are '')"),
-                doc_template=paper("{text}", ENCODER_PY, "encode(): SentenceTransformer.encode without prompt")),
+                doc_template=paper("{text}", ENCODER_PY, "encode(): SentenceTransformer.encode without prompt"),
+                doc_sep=paper(" ", ENCODER_PY, ST_TITLES),
+                doc_empty=paper("", ENCODER_PY, ST_TITLES)),
             "card": {"query_template": Setting("task: search result | query: {text}",
                                                "model card google/embeddinggemma-300m (prompts)"),
-                     "doc_template": Setting("title: none | text: {text}", "model card (document prompt)"),
+                     "doc_template": Setting("title: {text}", "MTEB google_embeddinggemma.py: 'title: {title} | text: "
+                                                              "{text}'"),
+                     "doc_sep": Setting(" | text: ", "MTEB google_embeddinggemma.py document format"),
+                     "doc_empty": Setting("none", "MTEB google_embeddinggemma.py: title 'none' when absent"),
                      "dtype": Setting("bf16", "model card: bf16 or fp32 (no fp16)")},
         },
         citation="Vera et al., 2025 (EmbeddingGemma)",
@@ -219,14 +237,15 @@ DECODER_ONLY = [
                              "6a4cfc1084cb459ebd4729b53a8656a61448c720", arch="qwen2"),
         pooling="mean", bidirectional=True, normalize=True, similarity="cos", query_max_length=512,
         doc_max_length=512,
-        query_template="Instruct: Given a query, retrieve documents that answer the query \n Query: {text}",
+        query_template="Instruct: Given a query, retrieve documents that answer the query. \n Query: {text}",
         profiles={
             "paper": _st_paper(
                 query_template=paper("{text}", ENCODER_PY, "encode(): SentenceTransformer.encode without prompt "
                                                            "(models.py 'kalm' has no instruction)")),
-            "card": {"query_template": Setting("Instruct: Given a query, retrieve documents that answer the query "
-                                               "\n Query: {text}", "model card template 'Instruct: {instruction} \\n "
-                                               "Query: '; instruction: irgrid's unified one"),
+            "card": {"query_template": Setting("Instruct: Given a query, retrieve documents that answer the query. "
+                                               "\n Query: {text}", "MTEB kalm_models.py: KaLM_INSTRUCTION "
+                                               "'Instruct: {instruction} \\n Query: ' with the KaLM generic "
+                                               "retrieval instruction"),
                      "dtype": Setting("bf16", NO_CARD_DTYPE)},
         },
         citation="Zhao et al., ICLR 2026",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from irgrid.dense_entry import dense_retriever
 from irgrid.encoders import EncoderSpec
-from irgrid.paper_code import ENCODER_PY, GENERIC_TITLES, MODELS_PY, generic, paper
+from irgrid.paper_code import ENCODER_PY, GENERIC_TITLES, MODELS_PY, REQUIREMENTS_OLD, generic, paper
 from irgrid.profiles import Setting
 from irgrid.retrievers import ModelRef
 
@@ -198,14 +198,17 @@ SPECS = [
                 "query_template": paper("{text}", ENCODER_PY, "encode(): FlagModel.encode(texts) for queries too — the "
                                                               "retrieval instruction is only added by encode_queries"),
                 "doc_fields": paper(("text",), ENCODER_PY, "encode(): the FlagEmbedding branch never gets titles"),
+                "dtype": paper("fp16", REQUIREMENTS_OLD, "FlagEmbedding==1.3.5, whose FlagModel defaults to "
+                                                         "use_fp16=True (dense_encoder.py passes none)"),
             },
             "card": {"query_template": Setting("Represent this sentence for searching relevant passages: {text}",
                                                "model card BAAI/bge-large-en-v1.5 / MTEB bge_models"),
-                     "doc_fields": Setting(("title", "text"), "MTEB retrieval corpus: title + ' ' + text")},
+                     "doc_fields": Setting(("title", "text"), "MTEB retrieval corpus: title + ' ' + text"),
+                     **_dtype_card()},
         },
         citation="Xiao et al., SIGIR 2024 (C-Pack)",
-        notes="CLS, normalised, 512; the paper's FlagModel(use_fp16=True) dtype is a library default (unverified "
-              "version), not encoded",
+        notes="CLS, normalised, 512 (FlagModel defaults); the paper code's FlagModel is built with the retrieval "
+              "instruction but plain encode() never adds it",
     ),
     EncoderSpec(
         name="jina-embeddings-v3",

@@ -100,6 +100,9 @@ def test_document_fields_select_what_is_encoded(tiny):
     assert (card.document(R), paper.document(R)) == ("Title words body text of the document",
                                                      "body text of the document")
     assert card.document({"text": "flat"}) == "flat" and card.flat_documents and not paper.flat_documents
+    gemma = spec_of(RETRIEVERS.get("embeddinggemma"), "d")  # MTEB's format: a missing title reads 'none'
+    assert gemma.render(gemma.document({"text": "Body"}), "d") == "title: none | text: Body"
+    assert gemma.render(gemma.document(R), "d") == "title: Title words | text: body text of the document"
     engine = Engine(paper, "d", resolve(paper.document_model), "cpu")
     (_, streamed), = list(engine.stream([R]))
     assert np.allclose(streamed[0], engine.encode([R["text"]])[0], atol=1e-6)

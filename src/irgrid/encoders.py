@@ -54,6 +54,7 @@ DOC_FIELDS = ("title", "text")
 FLAT = (("title", "text"), " ")  # (doc_fields, doc_sep) of the flat documents `Dataset.docs()` yields
 # spec fields a profile (irgrid.profiles) or an experiment's `options:` may set on a dense entry
 SPEC_OPTIONS = ("query_template", "doc_template", "query_max_length", "doc_max_length", "doc_fields", "doc_sep",
+                "doc_empty",
                 "query_pair", "query_length_rule", "pooling", "normalize", "similarity", "pool_prompt", "append_eos",
                 "dtype", "loader", "adapters", "truncate_dim")
 _TUPLE_FIELDS = ("doc_fields", "query_length_rule", "adapters", "allow_missing", "allow_unexpected")
@@ -79,6 +80,7 @@ class EncoderSpec:
     doc_template: str = "{text}"  # `{text}` is replaced by the document (its `doc_fields` joined by `doc_sep`)
     doc_fields: tuple[str, ...] = ("title", "text")  # which document fields, in order (empty ones are skipped)
     doc_sep: str = " "
+    doc_empty: str = ""  # stands for an empty or absent field (EmbeddingGemma's 'none'); "": such fields are skipped
     query_pair: bool = False  # the query template's prefix is the first sequence of a text pair, the query the second
     # (factor, cap): each query's length is min(cap, max(query_max_length, int(factor * words))) (RAGatouille)
     query_length_rule: tuple[float, int] | None = None
@@ -132,10 +134,12 @@ class EncoderSpec:
     @property
     def flat_documents(self) -> bool:
         """Whether the documents are the flat join every dataset yields (title + text, space-separated)."""
-        return (tuple(self.doc_fields), self.doc_sep) == FLAT
+        return (tuple(self.doc_fields), self.doc_sep) == FLAT and not self.doc_empty
 
     def document(self, record: Mapping[str, Any]) -> str:
         """A document's text from its fields ({'title', 'text'}; flat records hold only 'text')."""
+        if self.doc_empty:
+            return self.doc_sep.join(str(record.get(f) or self.doc_empty) for f in self.doc_fields)
         return self.doc_sep.join(str(record[f]) for f in self.doc_fields if record.get(f))
 
     def render(self, text: str, side: str) -> str | tuple[str, str]:
@@ -169,7 +173,8 @@ class EncoderSpec:
         out = {k: v for k, v in dataclasses.asdict(self).items()
                if k not in ("name", "citation", "notes", "query_model", "doc_model", "query_template",
                             "doc_template", "query_max_length", "doc_max_length", "profiles", "allow_missing",
-                            "allow_unexpected", "doc_fields", "doc_sep", "query_pair", "query_length_rule")}
+                            "allow_unexpected", "doc_fields", "doc_sep", "doc_empty", "query_pair",
+                            "query_length_rule")}
         if with_model:
             out["model"] = self.model(side).config()
         out["template"] = self.template(side)
@@ -179,6 +184,8 @@ class EncoderSpec:
         # settings added later enter the key only when not at their default, so older caches stay valid
         if side == "d" and not self.flat_documents:
             out["doc_fields"], out["doc_sep"] = list(self.doc_fields), self.doc_sep
+            if self.doc_empty:
+                out["doc_empty"] = self.doc_empty
         if side == "q" and self.query_pair:
             out["query_pair"] = True
         if side == "q" and self.query_length_rule is not None:

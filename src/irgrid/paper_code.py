@@ -10,6 +10,8 @@ from irgrid.profiles import Setting
 REPO = "valentinsvelev/retriever-evaluation"
 MODELS_PY = "src/configs/models.py@2221346"
 ENCODER_PY = "src/encoders/dense_encoder.py@f8a7b63"
+ENCODER_PY_OLD = "src/encoders/dense_encoder.py@2221346"  # an older version (INSTRUCTOR's own handler)
+REQUIREMENTS_OLD = "requirements/requirements_old.txt@0ed0bf9"
 NVEMBED_PY = "src/models/nvembed.py@a20eed2"
 LLM2VEC_PY = "src/models/llm2vec.py@f790625"
 GRITLM_PY = "src/models/gritlm.py@4723eff"
