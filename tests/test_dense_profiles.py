@@ -187,3 +187,25 @@ def test_engine_loader_rejects_real_minilm_weights_in_the_wrong_class():
                        similarity="dot", query_max_length=32, doc_max_length=32)
     with pytest.raises(CheckpointMismatchError, match=r"minilm-as-dpr \(query side\).*missing \(would be random\)"):
         _side(spec)
+
+
+# -- documents with their fields, as the runner hands them to dense builders ---------------------------------------
+def test_fielded_documents_match_the_flat_join_and_reach_the_builder(tmp_path):
+    import itertools
+
+    from irgrid.datasets import get
+    from irgrid.dense_entry import documents
+    from irgrid.doc_fields import fielded_docs
+    from irgrid.retrievers import BuildContext
+
+    ds = get("beir/scifact/test")
+    fielded = list(itertools.islice(fielded_docs(ds), 50))
+    flat = list(itertools.islice(ds.docs(), 50))
+    assert [d["docno"] for d in fielded] == [d["docno"] for d in flat] and all(d["title"] for d in fielded)
+    card = spec_of(RETRIEVERS.get("bge-large-v1.5"), "d")
+    paper = spec_of(RETRIEVERS.get("bge-large-v1.5").with_profile("paper"), "d")
+    assert [card.document(d) for d in fielded] == [d["text"] for d in flat]  # flat join == the card's fields
+    ctx = BuildContext(path=tmp_path, params={}, models={}, docs=lambda: iter(flat), docs_count=50,
+                       fielded=lambda: iter(fielded))
+    assert next(documents(ctx, card)) is flat[0]  # flat specs keep the runner's flat documents
+    assert paper.document(next(documents(ctx, paper))) == fielded[0]["text"]  # text only: no title
