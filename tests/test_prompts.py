@@ -139,3 +139,17 @@ def test_engine_sends_exactly_the_rendered_strings(monkeypatch):
         monkeypatch.undo()
         monkeypatch.setenv("IRGRID_TINY_MODELS", "1")
         assert seen == [EXPECTED[("me5-large", profile)][0]]
+
+
+def test_readme_fidelity_tables_follow_the_profiles(capsys):
+    """README's "Fidelity to the paper" tables are `irgrid list --profiles --format markdown`: kept in sync."""
+    from pathlib import Path
+
+    from irgrid.cli import main
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for family in ("dense", "late-interaction"):
+        main(["list", "--profiles", "--format", "markdown", "--family", family])
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("|", "####"))]
+    missing = [line for line in lines if line not in readme]
+    assert not missing, f"README out of date (regenerate with irgrid list --profiles --format markdown): {missing[:3]}"

@@ -43,6 +43,21 @@ def cmd_profiles(entries, fmt: str) -> int:
     rows = [{"name": r.name, "setting": d["setting"], "paper": _shown(d["paper"]), "card": _shown(d["card"]),
              "paper_source": d["paper_source"], "card_source": d["card_source"]}
             for r in entries for d in differences(r.profiles)]
+    if fmt == "markdown":  # one table per entry (README's "Fidelity to the paper")
+        for r in entries:
+            mine = [row for row in rows if row["name"] == r.name]
+            print(f"#### `{r.name}`" + (f" ({r.paper_name})" if r.paper_name else "") + "\n")
+            if not mine:
+                print("No differences: the paper's code and the card agree on every profiled setting.\n")
+                continue
+            print("| setting | paper | card | paper source | card source |\n| --- | --- | --- | --- | --- |")
+            for row in mine:
+                cells = [f"`{row['setting']}`", f"`{row['paper']}`", f"`{row['card']}`",
+                         row["paper_source"].removeprefix("valentinsvelev/retriever-evaluation:"),
+                         row["card_source"]]
+                print("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+            print()
+        return 0
     if not rows:
         print("no profile differences: " + ", ".join(r.name for r in entries) + " run(s) the same settings under "
               "both profiles")
@@ -59,7 +74,7 @@ def cmd_list(args) -> int:
     entries = sorted(RETRIEVERS, key=lambda r: (FAMILIES.index(r.family), r.architecture, r.name))
     if args.family:
         entries = [r for r in entries if r.family == args.family]
-    if args.profiles:
+    if args.profiles or args.format == "markdown":
         return cmd_profiles(entries, args.format)
     rows = [{
         "name": r.name, "family": r.family, "architecture": r.architecture,
@@ -229,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("list", help="the retriever registry (does not import torch); `list NAME`: that entry's "
                                     "paper vs card profile differences with their sources")
     p.add_argument("name", nargs="?", help="one entry: show its profile differences (paper vs card) and sources")
-    p.add_argument("--format", choices=["table", "csv"], default="table")
+    p.add_argument("--format", choices=["table", "csv", "markdown"], default="table",
+                   help="markdown: profile differences only, one table per entry")
     p.add_argument("--family")
     p.add_argument("--profiles", action="store_true",
                    help="every listed entry's profile differences (paper vs card), side by side with sources")
