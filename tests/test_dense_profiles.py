@@ -209,3 +209,26 @@ def test_fielded_documents_match_the_flat_join_and_reach_the_builder(tmp_path):
                        fielded=lambda: iter(fielded))
     assert next(documents(ctx, card)) is flat[0]  # flat specs keep the runner's flat documents
     assert paper.document(next(documents(ctx, paper))) == fielded[0]["text"]  # text only: no title
+
+
+def test_fp16_autocast_keeps_fp32_weights_and_wraps_the_forward(tiny, monkeypatch):
+    """The paper's generic path: fp32 weights, forward under torch.autocast(cuda, float16). No GPU here, so the
+    wiring is checked: the weights stay fp32 and the forward enters exactly that autocast context."""
+    import contextlib
+
+    import torch
+
+    from irgrid.encoders import _torch_dtype
+
+    assert _torch_dtype("fp16-autocast") == torch.float32
+    spec = spec_of(RETRIEVERS.get("contriever").with_profile("paper"))
+    assert spec.dtype == "fp16-autocast"
+    side = _side(spec)
+    assert side.dtype_name == "fp32"  # CPU always encodes in fp32
+    entered = []
+    monkeypatch.setattr(torch, "autocast", lambda device, dtype: entered.append((device, dtype))
+                        or contextlib.nullcontext())
+    side.dtype_name = "fp16-autocast"  # as on a GPU
+    with torch.inference_mode():
+        side.forward(side.tokenize(["what is x?"]))
+    assert entered == [("cuda", torch.float16)] and next(side.model.parameters()).dtype == torch.float32
