@@ -232,3 +232,37 @@ def test_fp16_autocast_keeps_fp32_weights_and_wraps_the_forward(tiny, monkeypatc
     with torch.inference_mode():
         side.forward(side.tokenize(["what is x?"]))
     assert entered == [("cuda", torch.float16)] and next(side.model.parameters()).dtype == torch.float32
+
+
+# -- paper profiles end to end (index -> retrieve) on a staged collection, tiny weights of the real architectures ---
+@pytest.fixture(scope="module")
+def scifact_fielded():
+    from dense_helpers import scifact_slice
+
+    from irgrid.datasets import get
+    from irgrid.doc_fields import fielded_docs
+
+    docs, topics, qrels = scifact_slice(n_queries=5, n_docs=30)
+    wanted = {d["docno"] for d in docs}
+    fielded = [d for d in fielded_docs(get("beir/scifact/test")) if d["docno"] in wanted]
+    return docs, fielded, topics, qrels
+
+
+@pytest.mark.parametrize("name", ["ance", "simcse", "dpr", "llm2vec", "nv-embed-v2", "colbertv2"])
+def test_paper_profile_end_to_end(name, scifact_fielded, tmp_path, tiny):
+    from irgrid.grid import resolve_models
+    from irgrid.retrievers import BuildContext, QueryContext
+
+    docs, fielded, topics, _ = scifact_fielded
+    entry = RETRIEVERS.get(name).with_profile("paper")
+    recipe = entry.index
+    models = resolve_models(recipe.models)
+    ctx = BuildContext(path=tmp_path, params=recipe.params, models=models, docs=lambda: iter(docs),
+                       docs_count=len(docs), device="cpu", fielded=lambda: iter(fielded))
+    recipe.build(ctx)
+    artifact = recipe.open(tmp_path, recipe.params, models)
+    pipeline = entry.query(artifact, QueryContext(options=entry.options, models=resolve_models(entry.models),
+                                                  device="cpu"))
+    res = pipeline.transform(topics)
+    assert set(res["qid"]) == set(topics["qid"]) and (res.groupby("qid").size() == len(docs)).all()
+    assert res["score"].notna().all()
