@@ -1,18 +1,37 @@
 """Dense retrievers with encoder-decoder (T5 encoder) and decoder-only backbones (Table 1), as `EncoderSpec` data.
 
-For the instruction-following models the paper uses one unified prompt for all datasets, based on each model's task
-prompts (Section 3.3.3); ours is that prompt (from the paper code, src/configs/models.py), and the model card's
-recommended retrieval prompt is kept beside it. Models larger than one GPU in bf16 are sharded over the visible GPUs,
-never quantised (the paper code's 4/8-bit options are not used).
+Defaults are the model cards' retrieval settings (`card` profile, with sources); the `paper` profile holds what the
+paper's code ran (one unified prompt for all datasets, Section 3.3.3; every setting names its repository file).
+Models larger than one GPU in bf16 are sharded over the visible GPUs, never quantised (the paper code's 4/8-bit
+options are commented out there as well).
 """
 
 from __future__ import annotations
 
 from irgrid.dense_entry import dense_retriever
 from irgrid.encoders import EncoderSpec
+from irgrid.paper_code import (
+    ENCODER_PY,
+    ENCODER_PY_OLD,
+    GRITLM_PY,
+    LLM2VEC_PY,
+    MODELS_PY,
+    NVEMBED_PY,
+    generic,
+    paper,
+)
+from irgrid.profiles import Setting
 from irgrid.retrievers import ModelRef
 
 UNVERIFIED = "revision unverified offline: left unpinned"
+ST_HANDLER = "_load_model(): SentenceTransformer handler (fp32, normalize_embeddings=True, no prompt)"
+ST_TITLES = "encode(): sentence-transformers documents f'{title} {text}'"
+NO_CARD_DTYPE = "irgrid default (no card value): bf16 on GPU"
+
+
+def _st_paper(**extra: Setting) -> dict[str, Setting]:
+    return {"dtype": paper("fp32", ENCODER_PY, ST_HANDLER), **extra}
+
 
 ENCODER_DECODER = [
     EncoderSpec(
@@ -21,6 +40,7 @@ ENCODER_DECODER = [
                              arch="t5-encoder", tiny=(("st_dense", (16,)),)),
         loader="t5-encoder", pooling="mean", normalize=True, similarity="cos", query_max_length=512,
         doc_max_length=512,
+        profiles={"paper": _st_paper(), "card": {"dtype": Setting("bf16", NO_CARD_DTYPE)}},
         citation="Ni et al., EMNLP 2022",
         notes="sentence-transformers folder: T5 encoder, mean pooling, Dense 1024->768 (no bias), Normalize",
     ),
@@ -29,12 +49,31 @@ ENCODER_DECODER = [
         query_model=ModelRef("hkunlp/instructor-large", arch="t5-encoder", tiny=(("st_dense", (16,)),)),
         loader="t5-encoder", pooling="mean", pool_prompt=False, normalize=True, similarity="cos",
         query_max_length=512, doc_max_length=512,
-        query_template="Represent the question: {text}", doc_template="Represent the document: {text}",
-        card_query_template="Represent the Wikipedia question for retrieving supporting documents: {text}",
-        card_doc_template="Represent the Wikipedia document for retrieval: {text}",
+        query_template="Represent the Wikipedia question for retrieving supporting documents: {text}",
+        doc_template="Represent the Wikipedia document for retrieval: {text}",
+        profiles={
+            "paper": {
+                "query_template": paper("Represent the question: {text}", ENCODER_PY_OLD,
+                                        "INSTRUCTOR handler: encode([[instr, text]]) with models.py "
+                                        "instruction_tuned_retrievers['instructor']['query_instruction']"),
+                "doc_template": paper("Represent the document: {text}", ENCODER_PY_OLD,
+                                      "INSTRUCTOR handler with models.py ['instructor']['doc_instruction']"),
+                "doc_fields": paper(("text",), ENCODER_PY_OLD, "encode(): the INSTRUCTOR handler never gets titles"),
+                "dtype": paper("fp32", ENCODER_PY_OLD, "_load_model(): INSTRUCTOR(model) (fp32)"),
+            },
+            "card": {"query_template": Setting("Represent the Wikipedia question for retrieving supporting "
+                                               "documents: {text}", "INSTRUCTOR README / MTEB instructor_models"),
+                     "doc_template": Setting("Represent the Wikipedia document for retrieval: {text}",
+                                             "INSTRUCTOR README / MTEB instructor_models"),
+                     "doc_fields": Setting(("title", "text"), "MTEB retrieval corpus: title + ' ' + text"),
+                     "dtype": Setting("bf16", NO_CARD_DTYPE)},
+        },
         citation="Su et al., Findings of ACL 2023",
-        notes=f"INSTRUCTOR mean-pools over the text tokens only (instruction excluded), then Dense + Normalize; "
-              f"unified prompts from the paper code; {UNVERIFIED}",
+        notes="INSTRUCTOR mean-pools over the text tokens only (instruction excluded), then Dense + Normalize. Two "
+              f"paper-code versions: the paper profile follows the INSTRUCTOR handler of {ENCODER_PY_OLD} (unified "
+              f"instructions, text only; the paper's text, Section 3.3.3, describes unified prompts); the final "
+              f"{ENCODER_PY} routes 'instructor' to SentenceTransformer with no instruction and title + text; "
+              f"{UNVERIFIED}",
     ),
 ]
 
@@ -46,12 +85,26 @@ DECODER_ONLY = [
         pooling="mean", pool_prompt=False, bidirectional=True, normalize=True, similarity="cos",
         query_max_length=512, doc_max_length=512,
         query_template="Given a web search query, retrieve relevant passages that answer the query: {text}",
-        card_query_template="Given a web search query, retrieve relevant passages that answer the query: {text}",
+        profiles={
+            "paper": {
+                "query_template": paper("Given a web search query, retrieve relevant passages that answer the "
+                                        "query:{text}", MODELS_PY, "instruction_tuned_retrievers['llm2vec']"
+                                        "['query_instruction']"),
+                "query_pair": paper(True, LLM2VEC_PY, "encode(): payload [[instruction, text]] -> tokenizer(pairs)"),
+                "pool_prompt": paper(True, LLM2VEC_PY, "encode(): _mean_pool over the whole attention mask"),
+                "doc_fields": paper(("text",), LLM2VEC_PY, "run(): doc.get('text')"),
+            },
+            "card": {"query_template": Setting("Given a web search query, retrieve relevant passages that answer "
+                                               "the query: {text}", "LLM2Vec README / MTEB llm2vec_models "
+                                                                    "(instruction joined to the query)"),
+                     "query_pair": Setting(False, "LLM2Vec.encode: instruction and text joined into one sequence"),
+                     "pool_prompt": Setting(False, "LLM2Vec.encode: embed_mask excludes the instruction"),
+                     "doc_fields": Setting(("title", "text"), "MTEB retrieval corpus: title + ' ' + text")},
+        },
         citation="BehnamGhader et al., COLM 2024",
         notes="paper code (src/models/llm2vec.py): MNTP base at code revision 9d1613c4 + the supervised adapter "
-              "McGill-NLP/LLM2Vec-Meta-Llama-31-8B-Instruct-mntp-supervised merged, bidirectional, mean pooling, "
-              "max 512; stage the merged weights under this id (IRGRID_MODELS); LLM2Vec excludes the instruction "
-              "from pooling (the paper code did not): we follow LLM2Vec",
+              "McGill-NLP/LLM2Vec-Meta-Llama-31-8B-Instruct-mntp-supervised merged, bidirectional (remote code), mean "
+              "pooling, max 512, bf16; stage the merged weights under this id (IRGRID_MODELS)",
     ),
     EncoderSpec(
         name="repllama",
@@ -59,11 +112,20 @@ DECODER_ONLY = [
                              arch="llama"),
         pooling="last", normalize=True, similarity="cos", query_max_length=512, doc_max_length=1024,
         query_template="query: {text}</s>", doc_template="passage: {text}</s>",
-        card_query_template="query: {text}</s>", card_doc_template="passage: {text}</s>",
+        profiles={
+            "paper": {
+                "query_max_length": paper(1024, ENCODER_PY, "encode(): peft_biencoder tokenizer(max_length=1024)"),
+                "doc_max_length": paper(1024, ENCODER_PY, "encode(): peft_biencoder tokenizer(max_length=1024)"),
+                "dtype": paper("fp16", ENCODER_PY, "_load_peft_biencoder(): torch_dtype=float16 (+ fp16 autocast)"),
+            },
+            "card": {"query_max_length": Setting(512, "irgrid default (no card length; unverified)"),
+                     "doc_max_length": Setting(1024, "irgrid default (no card length; unverified)"),
+                     "dtype": Setting("bf16", NO_CARD_DTYPE)},
+        },
         citation="Ma et al., SIGIR 2024",
-        notes="LoRA over meta-llama/Llama-2-7b-hf (base revision 01c7f73d per MTEB); stage the merged weights under "
-              "this id; last-token pooling on the '</s>' the template appends; documents at 1,024 tokens (the "
-              "paper's choice vs 2,048)",
+        notes=f"LoRA over meta-llama/Llama-2-7b-hf (base revision 01c7f73d per MTEB); stage the merged weights under "
+              f"this id; last-token pooling on the '</s>' the template appends ({MODELS_PY} "
+              f"instruction_tuned_retrievers['repllama'] has the same templates); documents title + text",
     ),
     EncoderSpec(
         name="gritlm",
@@ -72,22 +134,46 @@ DECODER_ONLY = [
         query_max_length=512, doc_max_length=512,
         query_template="<|user|>\nGiven a question, retrieve passages that answer the question\n<|embed|>\n{text}",
         doc_template="<|embed|>\n{text}",
-        card_query_template="<|user|>\n{instruction}\n<|embed|>\n{text}", card_doc_template="<|embed|>\n{text}",
+        profiles={
+            "paper": {
+                "query_template": paper("<|user|>\nGiven a question, retrieve passages that answer the question:\n"
+                                        "<|embed|>\n{text}", GRITLM_PY, "_gritlm_instruction() with "
+                                        "models.py generalist_embedders['gritlm']['query_instruction'] (ends with ':')"),
+                "dtype": paper("fp16", GRITLM_PY, "_load_model(): GritLM(..., torch_dtype=torch.float16)"),
+            },
+            "card": {"query_template": Setting("<|user|>\nGiven a question, retrieve passages that answer the "
+                                               "question\n<|embed|>\n{text}",
+                                               "GritLM README format <|user|>\\n{instruction}\\n<|embed|>\\n; "
+                                               "instruction: irgrid's unified one"),
+                     "dtype": Setting("bf16", "GritLM README: torch_dtype='auto' (bf16 weights)")},
+        },
         citation="Muennighoff et al., ICLR 2025",
-        notes="GritLM embedding mode: bidirectional attention, mean pooling over the text after <|embed|>; unified "
-              "instruction from the paper code; bf16",
+        notes="GritLM embedding mode: bidirectional attention, mean pooling over the text after <|embed|>, max 512 "
+              "(gritlm 1.0.2 encode default); documents title + text (src/models/gritlm.py); that file does not "
+              "normalise itself, the gritlm library's own default (normalized=True, unverified) applies to both",
     ),
     EncoderSpec(
         name="qwen3-embedding-0.6b",
         query_model=ModelRef("Qwen/Qwen3-Embedding-0.6B", "b22da495047858cce924d27d76261e96be6febc0", arch="qwen3"),
         pooling="last", append_eos=True, normalize=True, similarity="cos", query_max_length=8192,
         doc_max_length=8192,
-        query_template="Instruct: Retrieve passages that answer this query\nQuery: {text}",
-        card_query_template="Instruct: Given a web search query, retrieve relevant passages that answer the query\n"
-                            "Query:{text}",
+        query_template="Instruct: Given a web search query, retrieve relevant passages that answer the query\n"
+                       "Query:{text}",
+        profiles={
+            "paper": generic(
+                query_template=paper("Instruct: Retrieve passages that answer this query\nQuery: {text}", MODELS_PY,
+                                     "generalist_embedders['qwen']['query_instruction']"),
+                append_eos=paper(False, ENCODER_PY, "encode(): plain tokenizer call, no EOS appended; last_token = "
+                                                    "last attended token")),
+            "card": {"query_template": Setting("Instruct: Given a web search query, retrieve relevant passages that "
+                                               "answer the query\nQuery:{text}", "model card Qwen/Qwen3-Embedding-0.6B"),
+                     "append_eos": Setting(True, "model card: last-token pooling on <|endoftext|>"),
+                     "query_max_length": Setting(8192, "model card usage example max_length=8192"),
+                     "doc_max_length": Setting(8192, "model card usage example max_length=8192"),
+                     "dtype": Setting("bf16", NO_CARD_DTYPE)},
+        },
         citation="Zhang et al., 2025 (Qwen3 Embedding)",
-        notes="last-token pooling on an appended <|endoftext|> (only if the tokenizer did not add it), normalised; "
-              "unified instruction from the paper code (note its space after 'Query:', which the card has not)",
+        notes="last-token pooling, normalised; the card's instruction has no space after 'Query:', the paper's has one",
     ),
     EncoderSpec(
         name="nv-embed-v2",
@@ -97,11 +183,26 @@ DECODER_ONLY = [
         similarity="cos", query_max_length=32768, doc_max_length=32768,
         query_template="Instruct: Given a question, retrieve passages that answer the question\nQuery: {text}</s>",
         doc_template="{text}</s>",
-        card_query_template="Instruct: Given a question, retrieve passages that answer the question\nQuery: {text}</s>",
-        card_doc_template="{text}</s>",
+        profiles={
+            "paper": {
+                "query_template": paper("Given a question, retrieve passages that answer the question{text}</s>",
+                                        NVEMBED_PY, "encode(): model.encode(texts, instruction=models.py "
+                                        "generalist_embedders['nvembed']['query_instruction']) — the raw instruction "
+                                        "is prepended and the remote code appends the EOS"),
+                "query_max_length": paper(4096, NVEMBED_PY, "self.max_length = 4096"),
+                "doc_max_length": paper(4096, NVEMBED_PY, "self.max_length = 4096"),
+                "doc_fields": paper(("text",), NVEMBED_PY, "run(): doc.get('text')"),
+            },
+            "card": {"query_template": Setting("Instruct: Given a question, retrieve passages that answer the "
+                                               "question\nQuery: {text}</s>", "model card nvidia/NV-Embed-v2 "
+                                               "(query_prefix 'Instruct: ...\\nQuery: ', EOS added by encode)"),
+                     "query_max_length": Setting(32768, "model card usage example max_length=32768"),
+                     "doc_max_length": Setting(32768, "model card usage example max_length=32768"),
+                     "doc_fields": Setting(("title", "text"), "MTEB retrieval corpus: title + ' ' + text")},
+        },
         citation="Lee et al., ICLR 2025",
-        notes="Mistral-7B made bidirectional + latent-attention pooling (512 latents), mean over the text tokens, "
-              "EOS appended as in the card; weights are read from the checkpoint's embedding_model.* and "
+        notes="Mistral-7B made bidirectional + latent-attention pooling (512 latents), mean over the text tokens "
+              "(instruction masked), bf16; weights are read from the checkpoint's embedding_model.* and "
               "latent_attention_model.* tensors by our own module (its remote code targets transformers 4)",
     ),
     EncoderSpec(
@@ -110,10 +211,25 @@ DECODER_ONLY = [
                              arch="gemma3-text", tiny=(("st_dense", (64, 16)),)),
         pooling="mean", bidirectional=True, normalize=True, similarity="cos", query_max_length=2048,
         doc_max_length=2048,
-        card_query_template="task: search result | query: {text}", card_doc_template="title: none | text: {text}",
+        query_template="task: search result | query: {text}", doc_template="title: {text}",
+        doc_sep=" | text: ", doc_empty="none",
+        profiles={
+            "paper": _st_paper(
+                query_template=paper("{text}", ENCODER_PY, "encode(): SentenceTransformer.encode without prompt "
+                                                           "(models.py gemma instructions are '')"),
+                doc_template=paper("{text}", ENCODER_PY, "encode(): SentenceTransformer.encode without prompt"),
+                doc_sep=paper(" ", ENCODER_PY, ST_TITLES),
+                doc_empty=paper("", ENCODER_PY, ST_TITLES)),
+            "card": {"query_template": Setting("task: search result | query: {text}",
+                                               "model card google/embeddinggemma-300m (prompts)"),
+                     "doc_template": Setting("title: {text}", "MTEB google_embeddinggemma.py: 'title: {title} | text: "
+                                                              "{text}'"),
+                     "doc_sep": Setting(" | text: ", "MTEB google_embeddinggemma.py document format"),
+                     "doc_empty": Setting("none", "MTEB google_embeddinggemma.py: title 'none' when absent"),
+                     "dtype": Setting("bf16", "model card: bf16 or fp32 (no fp16)")},
+        },
         citation="Vera et al., 2025 (EmbeddingGemma)",
-        notes="disagreement: the card recommends task prompts; the paper code passes empty prompts (ours); "
-              "bidirectional Gemma 3, mean pooling, Dense 768->3072->768, Normalize; bf16 or fp32 (no fp16)",
+        notes="bidirectional Gemma 3, mean pooling, Dense 768->3072->768, Normalize",
     ),
     EncoderSpec(
         name="kalm-embedding-v2.5",
@@ -121,12 +237,19 @@ DECODER_ONLY = [
                              "6a4cfc1084cb459ebd4729b53a8656a61448c720", arch="qwen2"),
         pooling="mean", bidirectional=True, normalize=True, similarity="cos", query_max_length=512,
         doc_max_length=512,
-        query_template="Instruct: Given a query, retrieve documents that answer the query \n Query: {text}",
-        card_query_template="Instruct: {instruction} \n Query: {text}",
+        query_template="Instruct: Given a query, retrieve documents that answer the query. \n Query: {text}",
+        profiles={
+            "paper": _st_paper(
+                query_template=paper("{text}", ENCODER_PY, "encode(): SentenceTransformer.encode without prompt "
+                                                           "(models.py 'kalm' has no instruction)")),
+            "card": {"query_template": Setting("Instruct: Given a query, retrieve documents that answer the query. "
+                                               "\n Query: {text}", "MTEB kalm_models.py: KaLM_INSTRUCTION "
+                                               "'Instruct: {instruction} \\n Query: ' with the KaLM generic "
+                                               "retrieval instruction"),
+                     "dtype": Setting("bf16", NO_CARD_DTYPE)},
+        },
         citation="Zhao et al., ICLR 2026",
-        notes="Qwen2-0.5B, bidirectional, mean pooling, max 512 (MTEB); instruction template 'Instruct: ... \\n "
-              "Query: ' on queries only; the unified instruction is ours (the paper code gives KaLM prompts only "
-              "for Quora and CQADupStack)",
+        notes="Qwen2-0.5B, bidirectional, mean pooling, max 512 (MTEB; the paper sets max_seq_length 512 too)",
     ),
 ]
 

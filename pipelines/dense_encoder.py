@@ -1,19 +1,23 @@
 """Dense bi-encoders with an encoder-only backbone (Table 1), as data: each entry is an `EncoderSpec` run by the
 one engine in `irgrid.encoders` (documents stream into a pyterrier-dr FlexIndex; exact search).
 
-Checkpoints, pooling, normalisation and prompts follow the paper's code (valentinsvelev/retriever-evaluation,
-src/configs/models.py) unless a note says why not. Revisions are pinned only where verified (MTEB's model
-registry, embeddings-benchmark/mteb mteb/models/model_implementations/*); `None` means unverified, stated in notes.
+An entry's defaults are the model card's / MTEB's values (its `card` profile says where each comes from); its
+`paper` profile holds what the paper's code (valentinsvelev/retriever-evaluation) ran where that differs, each
+setting naming the repository file it comes from (`irgrid.paper_code`). Revisions are pinned only where verified
+(MTEB's model registry); `None` means unverified, stated in notes.
 """
 
 from __future__ import annotations
 
 from irgrid.dense_entry import dense_retriever
 from irgrid.encoders import EncoderSpec
+from irgrid.paper_code import ENCODER_PY, GENERIC_TITLES, MODELS_PY, REQUIREMENTS_OLD, generic, paper
+from irgrid.profiles import Setting
 from irgrid.retrievers import ModelRef
 
-PAPER = "paper code: valentinsvelev/retriever-evaluation src/configs/models.py"
 UNVERIFIED = "revision unverified offline (not in MTEB's registry): left unpinned"
+NO_CARD_DTYPE = "irgrid default (no card value): bf16 on GPU"
+POOLER = ("*pooler.*",)  # BERT-family pooler heads: unused by CLS/mean pooling; some checkpoints ship none
 
 MINILM = EncoderSpec(
     name="all-minilm-l6-v2",
@@ -21,9 +25,19 @@ MINILM = EncoderSpec(
                          arch="bert"),
     pooling="mean", normalize=True, similarity="cos", query_max_length=256, doc_max_length=256,
     citation="Reimers & Gurevych 2019; model card sentence-transformers/all-MiniLM-L6-v2",
-    notes="sentence-transformers folder: mean pooling, Normalize, max_seq_length 256 (MTEB scifact nDCG@10 0.64508)",
+    notes="sentence-transformers folder: mean pooling, Normalize, max_seq_length 256 (MTEB scifact nDCG@10 0.64508); "
+          "not in the paper",
 )
 dense_retriever(MINILM, architecture="encoder-only", paper_name=None)
+
+
+def _dtype_card() -> dict[str, Setting]:
+    return {"dtype": Setting("bf16", NO_CARD_DTYPE)}
+
+
+def _generic_card(q_len: int = 512, d_len: int = 512, source: str = "model card max_seq_length") -> dict[str, Setting]:
+    return {"query_max_length": Setting(q_len, source), "doc_max_length": Setting(d_len, source), **_dtype_card()}
+
 
 SPECS = [
     EncoderSpec(
@@ -31,14 +45,22 @@ SPECS = [
         query_model=ModelRef("facebook/dpr-question_encoder-multiset-base", arch="dpr-question"),
         doc_model=ModelRef("facebook/dpr-ctx_encoder-multiset-base", arch="dpr-context"),
         loader="dpr", pooling="cls", normalize=False, similarity="dot", query_max_length=512, doc_max_length=512,
+        profiles={
+            "paper": generic(
+                doc_sep=paper(" [SEP] ", ENCODER_PY, "encode(): DPR documents f'{title} {sep} {text}', "
+                                                     "sep = context_tokenizer.sep_token")),
+            "card": {"doc_sep": Setting(" ", "irgrid flat title + text (the DPR card passes title/text as a pair; "
+                                             "unverified offline)"), **_generic_card()},
+        },
         citation="Karpukhin et al., EMNLP 2020",
-        notes=f"{PAPER}: multiset encoders (the single-nq pair is commented out there); CLS of the BERT encoder "
+        notes=f"{MODELS_PY}: multiset encoders (the single-nq pair is commented out there); CLS of the BERT encoder "
               f"(DPR's pooler_output, projection_dim 0); {UNVERIFIED}",
     ),
     EncoderSpec(
         name="tas-b",
         query_model=ModelRef("sebastian-hofstaetter/distilbert-dot-tas_b-b256-msmarco", arch="distilbert"),
         pooling="cls", normalize=False, similarity="dot", query_max_length=512, doc_max_length=512,
+        profiles={"paper": generic(), "card": _generic_card()},
         citation="Hofstätter et al., SIGIR 2021",
         notes="paper code uses the authors' checkpoint; its comment names sentence-transformers/msmarco-distilbert-"
               f"base-tas-b (same weights, CLS, dot): we keep the authors' id; {UNVERIFIED}",
@@ -47,80 +69,120 @@ SPECS = [
         name="ance",
         query_model=ModelRef("castorini/ance-msmarco-passage", arch="roberta", tiny=(("ance_head", True),)),
         loader="ance", pooling="cls", normalize=False, similarity="dot", query_max_length=64, doc_max_length=512,
+        allow_missing=POOLER, allow_unexpected=("embeddingHead.*", "norm.*"),
+        profiles={
+            "paper": generic(
+                loader=paper("auto", ENCODER_PY, "_load_manual_transformer(): AutoModel (RobertaModel: the "
+                                                 "checkpoint's embeddingHead and norm are not loaded)"),
+                normalize=paper(True, MODELS_PY, "dense_models['ance']['normalize']"),
+                similarity=paper("cos", MODELS_PY, "dense_models['ance']['normalize'] (L2 + inner product)")),
+            "card": {"loader": Setting("ance", "Pyserini AnceQueryEncoder/AnceDocumentEncoder: CLS -> embeddingHead "
+                                               "-> LayerNorm"),
+                     "normalize": Setting(False, "Pyserini AnceEncoder: dot product"),
+                     "similarity": Setting("dot", "Pyserini AnceEncoder: dot product"),
+                     **_generic_card(64, 512, "Pyserini AnceQueryEncoder max_length 64, documents 512")},
+        },
         citation="Xiong et al., ICLR 2021; Pyserini AnceEncoder",
-        notes="disagreement: the paper code loads this checkpoint with AutoModel (dropping its embeddingHead and "
-              "LayerNorm) and L2-normalises; the checkpoint's own encoder (Pyserini AnceEncoder) is CLS -> linear "
-              f"-> LayerNorm, dot product, query max 64: we follow the checkpoint; {UNVERIFIED}",
+        notes=f"paper: plain RoBERTa CLS, L2-normalised, 512 (the head is dropped); card: the checkpoint's own encoder; "
+              f"{UNVERIFIED}",
     ),
     EncoderSpec(
         name="simcse",
         query_model=ModelRef("princeton-nlp/unsup-simcse-roberta-large", arch="roberta"),
         pooling="cls", normalize=True, similarity="cos", query_max_length=512, doc_max_length=512,
+        allow_missing=POOLER,
+        profiles={
+            "paper": generic(pooling=paper("pooler", ENCODER_PY, "_pooling('cls'): pooler_output when 'simcse' is in "
+                                                                 "the name (RoBERTa pooler: the MLP head)")),
+            "card": {"pooling": Setting("cls", "SimCSE README: unsupervised models are evaluated with "
+                                               "cls_before_pooler"), **_generic_card()},
+        },
         citation="Gao et al., EMNLP 2021",
-        notes=f"{PAPER}: unsupervised RoBERTa-large, CLS before the MLP pooler (SimCSE's cls_before_pooler for unsup "
-              f"models), cosine; the paper's Table A.1 lists BERT and RoBERTa variants: we use the code's; {UNVERIFIED}",
+        notes=f"unsupervised RoBERTa-large ({MODELS_PY}; the paper's Table A.1 lists BERT and RoBERTa variants); the "
+              f"paper profile needs the checkpoint's pooler weights (strict loading fails if it has none); {UNVERIFIED}",
     ),
     EncoderSpec(
         name="retromae",
         query_model=ModelRef("Shitao/RetroMAE_BEIR", arch="bert"),
         pooling="cls", normalize=False, similarity="dot", query_max_length=512, doc_max_length=512,
+        allow_missing=POOLER,
+        profiles={"paper": generic(), "card": _generic_card()},
         citation="Xiao et al., EMNLP 2022",
-        notes=f"{PAPER}: RetroMAE_BEIR (MSMARCO-finetuned/distilled variants commented out there); {UNVERIFIED}",
+        notes=f"{MODELS_PY}: RetroMAE_BEIR (MSMARCO-finetuned/distilled variants commented out there); {UNVERIFIED}",
     ),
     EncoderSpec(
         name="cocondenser",
         query_model=ModelRef("Luyu/co-condenser-marco-retriever", arch="bert"),
         pooling="cls", normalize=False, similarity="dot", query_max_length=512, doc_max_length=512,
-        citation="Gao & Callan, ACL 2022", notes=f"{PAPER}; {UNVERIFIED}",
+        allow_missing=POOLER,
+        profiles={"paper": generic(), "card": _generic_card()},
+        citation="Gao & Callan, ACL 2022", notes=f"{MODELS_PY}; {UNVERIFIED}",
     ),
     EncoderSpec(
         name="contriever",
         query_model=ModelRef("facebook/contriever-msmarco", "abe8c1493371369031bcb1e02acb754cf4e162fa", arch="bert"),
         pooling="mean", normalize=False, similarity="dot", query_max_length=512, doc_max_length=512,
-        citation="Izacard et al., TMLR 2022", notes=f"{PAPER}: the MS MARCO fine-tuned checkpoint, mean pooling, dot",
+        allow_missing=POOLER,
+        profiles={"paper": generic(), "card": _generic_card()},
+        citation="Izacard et al., TMLR 2022", notes=f"{MODELS_PY}: the MS MARCO fine-tuned checkpoint, mean pooling, dot",
     ),
     EncoderSpec(
         name="coco-dr-large",
         query_model=ModelRef("OpenMatch/cocodr-large-msmarco", arch="bert"),
         pooling="cls", normalize=False, similarity="dot", query_max_length=512, doc_max_length=512,
-        citation="Yu et al., EMNLP 2022", notes=f"{PAPER}; {UNVERIFIED}",
+        allow_missing=POOLER,
+        profiles={"paper": generic(), "card": _generic_card()},
+        citation="Yu et al., EMNLP 2022", notes=f"{MODELS_PY}; {UNVERIFIED}",
     ),
     EncoderSpec(
         name="simlm",
         query_model=ModelRef("intfloat/simlm-base-msmarco-finetuned", arch="bert"),
         pooling="cls", normalize=True, similarity="cos", query_max_length=512, doc_max_length=512,
+        allow_missing=POOLER,
+        profiles={"paper": generic(), "card": _generic_card()},
         citation="Wang et al., ACL 2023",
-        notes=f"{PAPER}: CLS, L2-normalised; documents are flat title+text (the card encodes title/text as a pair); "
-              f"{UNVERIFIED}",
+        notes=f"{MODELS_PY}: CLS, L2-normalised; documents are flat title+text (the card encodes title/text as a pair, "
+              f"unverified offline); {UNVERIFIED}",
     ),
     EncoderSpec(
         name="dragon-plus",
         query_model=ModelRef("facebook/dragon-plus-query-encoder", arch="bert"),
         doc_model=ModelRef("facebook/dragon-plus-context-encoder", arch="bert"),
         pooling="cls", normalize=False, similarity="dot", query_max_length=512, doc_max_length=512,
+        allow_missing=POOLER,
+        profiles={"paper": generic(), "card": _generic_card()},
         citation="Lin et al., Findings of EMNLP 2023",
-        notes=f"{PAPER}: separate query/context encoders, CLS, dot; {UNVERIFIED}",
+        notes=f"{MODELS_PY}: separate query/context encoders, CLS, dot; {UNVERIFIED}",
     ),
     EncoderSpec(
         name="me5-large",
         query_model=ModelRef("intfloat/multilingual-e5-large-instruct", "baa7be480a7de1539afce709c8f13f833a510e0a",
                              arch="xlm-roberta"),
         pooling="mean", normalize=True, similarity="cos", query_max_length=512, doc_max_length=512,
-        query_template="Instruct: Retrieve passages that answer this question.\nQuery: {text}",
-        doc_template="Passage: {text}",
-        card_query_template="Instruct: Given a web search query, retrieve relevant passages that answer the query\n"
-                            "Query: {text}",
-        card_doc_template="{text}",
+        query_template="Instruct: Given a web search query, retrieve relevant passages that answer the query\n"
+                       "Query: {text}",
+        allow_missing=POOLER,
+        profiles={
+            "paper": generic(
+                query_template=paper("Instruct: Retrieve passages that answer this question.\nQuery: {text}",
+                                     MODELS_PY, "generalist_embedders['e5']['query_instruction']"),
+                doc_template=paper("Passage: {text}", MODELS_PY, "generalist_embedders['e5']['doc_instruction']")),
+            "card": {"query_template": Setting("Instruct: Given a web search query, retrieve relevant passages that "
+                                               "answer the query\nQuery: {text}",
+                                               "model card multilingual-e5-large-instruct / MTEB e5_instruct"),
+                     "doc_template": Setting("{text}", "model card: no instruction on documents"),
+                     **_generic_card()},
+        },
         citation="Wang et al., 2024 (mE5 technical report)",
-        notes="disagreement: Table 1 says mE5 (large); the paper code uses multilingual-e5-large-instruct with a unified "
-              "instruction and a 'Passage: ' prefix on documents (the card: no document prefix); we follow the code "
-              "(the base intfloat/multilingual-e5-large@ab10c1a7 would use 'query: '/'passage: ')",
+        notes="Table 1 says mE5 (large); the paper code uses multilingual-e5-large-instruct (the base "
+              "intfloat/multilingual-e5-large@ab10c1a7 would use 'query: '/'passage: ')",
     ),
     EncoderSpec(
         name="gte-large-v1.5",
         query_model=ModelRef("Alibaba-NLP/gte-large-en-v1.5", arch="nomic-bert"),
         pooling="cls", normalize=True, similarity="cos", query_max_length=8192, doc_max_length=8192,
         trust_remote_code=True,
+        profiles={"paper": generic(), "card": _generic_card(8192, 8192, "model card: 8192-token context")},
         citation="Li et al., 2023 (GTE)",
         notes="model card: CLS, normalised, no prompts, 8192 tokens; custom 'NewModel' code (trust_remote_code); the "
               f"tiny stand-in is NomicBert (RoPE + GLU like NewModel, which transformers lacks); {UNVERIFIED}",
@@ -130,9 +192,23 @@ SPECS = [
         query_model=ModelRef("BAAI/bge-large-en-v1.5", "d4aa6901d3a41ba39fb536a557fa166f842b0e09", arch="bert"),
         pooling="cls", normalize=True, similarity="cos", query_max_length=512, doc_max_length=512,
         query_template="Represent this sentence for searching relevant passages: {text}",
-        card_query_template="Represent this sentence for searching relevant passages: {text}",
+        allow_missing=POOLER,
+        profiles={
+            "paper": {
+                "query_template": paper("{text}", ENCODER_PY, "encode(): FlagModel.encode(texts) for queries too — the "
+                                                              "retrieval instruction is only added by encode_queries"),
+                "doc_fields": paper(("text",), ENCODER_PY, "encode(): the FlagEmbedding branch never gets titles"),
+                "dtype": paper("fp16", REQUIREMENTS_OLD, "FlagEmbedding==1.3.5, whose FlagModel defaults to "
+                                                         "use_fp16=True (dense_encoder.py passes none)"),
+            },
+            "card": {"query_template": Setting("Represent this sentence for searching relevant passages: {text}",
+                                               "model card BAAI/bge-large-en-v1.5 / MTEB bge_models"),
+                     "doc_fields": Setting(("title", "text"), "MTEB retrieval corpus: title + ' ' + text"),
+                     **_dtype_card()},
+        },
         citation="Xiao et al., SIGIR 2024 (C-Pack)",
-        notes="paper code: FlagModel with the card's retrieval instruction on queries only; CLS, normalised",
+        notes="CLS, normalised, 512 (FlagModel defaults); the paper code's FlagModel is built with the retrieval "
+              "instruction but plain encode() never adds it",
     ),
     EncoderSpec(
         name="jina-embeddings-v3",
@@ -142,12 +218,15 @@ SPECS = [
         adapters=("retrieval.query", "retrieval.passage"), trust_remote_code=True,
         query_template="Represent the query for retrieving evidence documents: {text}",
         doc_template="Represent the document for retrieval: {text}",
-        card_query_template="Represent the query for retrieving evidence documents: {text}",
-        card_doc_template="Represent the document for retrieval: {text}",
+        profiles={
+            "paper": {"dtype": paper("fp32", ENCODER_PY, "_load_manual_transformer(): fp32 AutoModel; the Jina "
+                                                         "branch calls model.encode(task=...) without autocast")},
+            "card": _dtype_card(),
+        },
         citation="Sturua et al., ECIR 2025",
-        notes="card: task LoRA adapters retrieval.query / retrieval.passage with their instructions, mean pooling; the "
-              "paper code loads it through SentenceTransformer with no task (no adapter): we follow the card; the "
-              "real checkpoint must expose `set_adapter` (PEFT adapters) or loading fails with a clear error",
+        notes="card and paper code agree: task LoRA adapters retrieval.query / retrieval.passage with their "
+              f"instructions ({ENCODER_PY}: encode(task='retrieval.query'|'retrieval.passage')), mean pooling, "
+              "documents title + text; the real checkpoint must expose `set_adapter` (PEFT adapters) or loading fails",
     ),
     EncoderSpec(
         name="nomic-embed-v1.5",
@@ -156,8 +235,10 @@ SPECS = [
         pooling="mean", normalize=True, similarity="cos", query_max_length=8192, doc_max_length=8192,
         trust_remote_code=True,
         query_template="search_query: {text}", doc_template="search_document: {text}",
-        card_query_template="search_query: {text}", card_doc_template="search_document: {text}",
-        citation="Nussbaum et al., TMLR 2025", notes="card and paper code agree: task prefixes, mean, normalised, 768-d",
+        profiles={"paper": generic(), "card": _generic_card(8192, 8192, "model card: 8192-token context")},
+        citation="Nussbaum et al., TMLR 2025",
+        notes=f"card and paper code agree on the task prefixes ({MODELS_PY} generalist_embedders['nomic']), mean, "
+              f"normalised, 768-d; {GENERIC_TITLES}",
     ),
 ]
 PAPER_NAMES = {

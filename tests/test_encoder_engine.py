@@ -124,7 +124,8 @@ def test_prompt_tokens_are_excluded_from_pooling(monkeypatch):
 
     spec = ENCODERS.get("instructor-large")
     side = SideModel(spec, "q", resolve(spec.query_model), "cpu")
-    n_prompt = len(side.tokenizer("Represent the question: ", add_special_tokens=False)["input_ids"])
+    prompt = spec.query_template.split("{text}")[0]  # the card's instruction (the paper's final code sent none)
+    n_prompt = len(side.tokenizer(prompt, add_special_tokens=False)["input_ids"])
     assert side._prefix_tokens == n_prompt + 1  # [CLS] of the tiny model's WordPiece tokenizer + the instruction
 
 

@@ -81,6 +81,7 @@ def test_outputs_and_reference_scores(vaswani_first):
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["packages"]["ir_measures"] and manifest["retrievers"]["bm25"]["config_hash"] == irgrid.retriever("bm25").key()
     assert "git" in manifest
+    assert manifest["retrievers"]["bm25"]["profile"] == "card"  # the default profile, recorded per retriever
 
 
 def test_rerun_recomputes_nothing_and_is_identical(vaswani_first, monkeypatch):

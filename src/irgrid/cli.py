@@ -27,17 +27,62 @@ def _table(rows: list[dict[str, str]], fmt: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def cmd_list(args) -> int:
-    from irgrid.retrievers import FAMILIES, RETRIEVERS
+def _shown(value) -> str:
+    """A setting's value on one line: strings quoted with escapes visible (a prompt's newline shows as \\n)."""
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_shown(v) for v in value) + "]"
+    return str(value)
 
+
+def cmd_profiles(entries, fmt: str) -> int:
+    """Each entry's `paper` vs `card` settings where they differ, side by side with their sources."""
+    from irgrid.profiles import differences
+
+    rows = [{"name": r.name, "setting": d["setting"], "paper": _shown(d["paper"]), "card": _shown(d["card"]),
+             "paper_source": d["paper_source"], "card_source": d["card_source"]}
+            for r in entries for d in differences(r.profiles)]
+    if fmt == "markdown":  # one table per entry (README's "Fidelity to the paper")
+        for r in entries:
+            mine = [row for row in rows if row["name"] == r.name]
+            print(f"#### `{r.name}`" + (f" ({r.paper_name})" if r.paper_name else "") + "\n")
+            if not mine:
+                print("No differences: the paper's code and the card agree on every profiled setting.\n")
+                continue
+            print("| setting | paper | card | paper source | card source |\n| --- | --- | --- | --- | --- |")
+            for row in mine:
+                cells = [f"`{row['setting']}`", f"`{row['paper']}`", f"`{row['card']}`",
+                         row["paper_source"].removeprefix("valentinsvelev/retriever-evaluation:"),
+                         row["card_source"]]
+                print("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+            print()
+        return 0
+    if not rows:
+        print("no profile differences: " + ", ".join(r.name for r in entries) + " run(s) the same settings under "
+              "both profiles")
+        return 0
+    sys.stdout.write(_table(rows, fmt))
+    return 0
+
+
+def cmd_list(args) -> int:
+    from irgrid.retrievers import FAMILIES, RETRIEVERS, get
+
+    if args.name:
+        return cmd_profiles([get(args.name)], args.format)
     entries = sorted(RETRIEVERS, key=lambda r: (FAMILIES.index(r.family), r.architecture, r.name))
     if args.family:
         entries = [r for r in entries if r.family == args.family]
+    if args.profiles or args.format == "markdown":
+        return cmd_profiles(entries, args.format)
     rows = [{
         "name": r.name, "family": r.family, "architecture": r.architecture,
         "checkpoints": " ".join(dict.fromkeys(str(m) for m in r.all_models().values())) or "-",
         "index": r.index.name if r.index else "-",
-        "options": " ".join(f"{k}={v}" for k, v in sorted(r.options.items())),
+        "options": " ".join(f"{k}={_shown(v) if isinstance(v, str) and chr(10) in v else v}"
+                            for k, v in sorted(r.options.items()) if k != "query_config"),
+        "profiles": ",".join(sorted(r.profiles)) or "-",
         "paper": r.paper_name or "-",
     } for r in entries]
     sys.stdout.write(_table(rows, args.format))
@@ -247,9 +292,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="irgrid", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("list", help="the retriever registry (does not import torch)")
-    p.add_argument("--format", choices=["table", "csv"], default="table")
+    p = sub.add_parser("list", help="the retriever registry (does not import torch); `list NAME`: that entry's "
+                                    "paper vs card profile differences with their sources")
+    p.add_argument("name", nargs="?", help="one entry: show its profile differences (paper vs card) and sources")
+    p.add_argument("--format", choices=["table", "csv", "markdown"], default="table",
+                   help="markdown: profile differences only, one table per entry")
     p.add_argument("--family")
+    p.add_argument("--profiles", action="store_true",
+                   help="every listed entry's profile differences (paper vs card), side by side with sources")
     p.set_defaults(func=cmd_list)
     p = sub.add_parser("datasets", help="the dataset catalog: id, group, measures, policies, counts")
     p.add_argument("--format", choices=["table", "csv"], default="table")

@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from irgrid._util import config_hash
+from irgrid.loading import check_loading_info, from_pretrained_strict
 from irgrid.registry import Registry
 from irgrid.retrievers import ModelRef
 
@@ -43,15 +45,28 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("irgrid")
 
-POOLINGS = ("cls", "mean", "last", "latent-attention", "colbert")
+POOLINGS = ("cls", "pooler", "mean", "last", "latent-attention", "colbert")
 SIMILARITIES = ("dot", "cos")
-DTYPES = ("fp32", "fp16", "bf16")
+# fp16-autocast: fp32 weights, fp16 compute under torch.autocast (the paper code's generic path); CPU is always fp32
+DTYPES = ("fp32", "fp16", "bf16", "fp16-autocast")
 LOADERS = ("auto", "dpr", "t5-encoder", "colbert", "nv-embed", "ance")
+DOC_FIELDS = ("title", "text")
+FLAT = (("title", "text"), " ")  # (doc_fields, doc_sep) of the flat documents `Dataset.docs()` yields
+# spec fields a profile (irgrid.profiles) or an experiment's `options:` may set on a dense entry
+SPEC_OPTIONS = ("query_template", "doc_template", "query_max_length", "doc_max_length", "doc_fields", "doc_sep",
+                "doc_empty",
+                "query_pair", "query_length_rule", "pooling", "normalize", "similarity", "pool_prompt", "append_eos",
+                "dtype", "loader", "adapters", "truncate_dim")
+_TUPLE_FIELDS = ("doc_fields", "query_length_rule", "adapters", "allow_missing", "allow_unexpected")
 
 
 @dataclass(frozen=True)
 class EncoderSpec:
-    """Everything that determines a bi-encoder's vectors, as data (see module docstring)."""
+    """Everything that determines a bi-encoder's vectors, as data (see module docstring).
+
+    The defaults of an entry are the model card's (or MTEB's) values; `profiles` holds the named, sourced
+    settings (irgrid.profiles): `card` documents where the defaults come from, `paper` what the paper's code ran
+    where it differs. The dense entry applies a profile by replacing these fields (`SPEC_OPTIONS`)."""
 
     name: str
     query_model: ModelRef
@@ -61,10 +76,14 @@ class EncoderSpec:
     query_max_length: int
     doc_max_length: int
     doc_model: ModelRef | None = None  # None: one checkpoint encodes both sides
-    query_template: str = "{text}"  # ours (what the paper ran); `{text}` is replaced by the query
-    doc_template: str = "{text}"
-    card_query_template: str | None = None  # the model card's recommendation, kept beside ours
-    card_doc_template: str | None = None
+    query_template: str = "{text}"  # `{text}` is replaced by the query
+    doc_template: str = "{text}"  # `{text}` is replaced by the document (its `doc_fields` joined by `doc_sep`)
+    doc_fields: tuple[str, ...] = ("title", "text")  # which document fields, in order (empty ones are skipped)
+    doc_sep: str = " "
+    doc_empty: str = ""  # stands for an empty or absent field (EmbeddingGemma's 'none'); "": such fields are skipped
+    query_pair: bool = False  # the query template's prefix is the first sequence of a text pair, the query the second
+    # (factor, cap): each query's length is min(cap, max(query_max_length, int(factor * words))) (RAGatouille)
+    query_length_rule: tuple[float, int] | None = None
     pool_prompt: bool = True  # False: prompt tokens are excluded from mean pooling (LLM2Vec, GritLM, NV-Embed)
     bidirectional: bool = False  # decoder run without its causal mask (LLM2Vec, NV-Embed, GritLM embedding mode)
     append_eos: bool = False  # last-token pooling on an EOS appended after truncation (unless already there)
@@ -74,6 +93,10 @@ class EncoderSpec:
     adapters: tuple[str, str] | None = None  # (query, document) task adapters (Jina v3 LoRA)
     truncate_dim: int | None = None  # Matryoshka truncation (before normalisation)
     colbert: Mapping[str, Any] | None = None  # late interaction: query augmentation, markers, skiplist
+    # checkpoint parameters this entry knowingly leaves unloaded / unused (globs); anything else is an error
+    allow_missing: tuple[str, ...] = ()
+    allow_unexpected: tuple[str, ...] = ()
+    profiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # name -> {field: Setting}
     citation: str = ""
     notes: str = ""
 
@@ -87,8 +110,13 @@ class EncoderSpec:
         if self.loader not in LOADERS:
             raise ValueError(f"{self.name}: loader {self.loader!r} not one of {LOADERS}")
         for t in (self.query_template, self.doc_template):
-            if t.count("{text}") != 1:
+            if not isinstance(t, str) or t.count("{text}") != 1:
                 raise ValueError(f"{self.name}: template {t!r} must contain '{{text}}' exactly once")
+        bad = [f for f in self.doc_fields if f not in DOC_FIELDS]
+        if bad or not self.doc_fields:
+            raise ValueError(f"{self.name}: doc_fields {list(self.doc_fields)} must name some of {DOC_FIELDS}")
+        if self.query_length_rule is not None and len(self.query_length_rule) != 2:
+            raise ValueError(f"{self.name}: query_length_rule is (factor, cap), got {self.query_length_rule!r}")
 
     @property
     def document_model(self) -> ModelRef:
@@ -103,29 +131,87 @@ class EncoderSpec:
     def max_length(self, side: str) -> int:
         return self.query_max_length if side == "q" else self.doc_max_length
 
-    def render(self, text: str, side: str) -> str:
-        """The exact string the tokenizer gets for a query ('q') or a document ('d')."""
+    @property
+    def flat_documents(self) -> bool:
+        """Whether the documents are the flat join every dataset yields (title + text, space-separated)."""
+        return (tuple(self.doc_fields), self.doc_sep) == FLAT and not self.doc_empty
+
+    def document(self, record: Mapping[str, Any]) -> str:
+        """A document's text from its fields ({'title', 'text'}; flat records hold only 'text')."""
+        if self.doc_empty:
+            return self.doc_sep.join(str(record.get(f) or self.doc_empty) for f in self.doc_fields)
+        return self.doc_sep.join(str(record[f]) for f in self.doc_fields if record.get(f))
+
+    def render(self, text: str, side: str) -> str | tuple[str, str]:
+        """The exact input the tokenizer gets for a query ('q') or a document text ('d'): a string, or a
+        (first, second) text pair when `query_pair` is set."""
         prefix, suffix = self.template(side).split("{text}")
+        if side == "q" and self.query_pair:
+            return prefix, text + suffix
         if self.colbert is not None:  # ColBERT prepends ". " and overwrites that token with its Q/D marker
             prefix = ". " + prefix
         return prefix + text + suffix
 
+    def query_length(self, text: str) -> int:
+        """The token length of one query: fixed, or RAGatouille's rule on the words of the templated query."""
+        if self.query_length_rule is None:
+            return self.query_max_length
+        factor, cap = self.query_length_rule
+        words = len(self.template("q").replace("{text}", text).split(" "))
+        return min(int(cap), max(self.query_max_length, int(words * float(factor))))
+
+    def with_settings(self, **settings: Any) -> EncoderSpec:
+        """This spec with some `SPEC_OPTIONS` replaced (values from YAML: lists become tuples)."""
+        unknown = sorted(set(settings) - set(SPEC_OPTIONS))
+        if unknown:
+            raise ValueError(f"{self.name}: {unknown} cannot be set; settable: {', '.join(SPEC_OPTIONS)}")
+        fixed = {k: tuple(v) if k in _TUPLE_FIELDS and isinstance(v, list) else v for k, v in settings.items()}
+        return dataclasses.replace(self, **fixed)
+
     def side_config(self, side: str, with_model: bool = True) -> dict[str, Any]:
         """What determines one side's vectors: its hash keys indexes (document side) and runs."""
         out = {k: v for k, v in dataclasses.asdict(self).items()
-               if k not in ("name", "citation", "notes", "card_query_template", "card_doc_template",
-                            "query_model", "doc_model", "query_template", "doc_template",
-                            "query_max_length", "doc_max_length")}
+               if k not in ("name", "citation", "notes", "query_model", "doc_model", "query_template",
+                            "doc_template", "query_max_length", "doc_max_length", "profiles", "allow_missing",
+                            "allow_unexpected", "doc_fields", "doc_sep", "doc_empty", "query_pair",
+                            "query_length_rule")}
         if with_model:
             out["model"] = self.model(side).config()
         out["template"] = self.template(side)
         out["max_length"] = self.max_length(side)
         out["adapters"] = list(self.adapters) if self.adapters else None
         out["colbert"] = dict(self.colbert) if self.colbert else None
+        # settings added later enter the key only when not at their default, so older caches stay valid
+        if side == "d" and not self.flat_documents:
+            out["doc_fields"], out["doc_sep"] = list(self.doc_fields), self.doc_sep
+            if self.doc_empty:
+                out["doc_empty"] = self.doc_empty
+        if side == "q" and self.query_pair:
+            out["query_pair"] = True
+        if side == "q" and self.query_length_rule is not None:
+            out["query_length_rule"] = list(self.query_length_rule)
         return out
 
     def config(self) -> dict[str, Any]:
         return {"q": self.side_config("q"), "d": self.side_config("d")}
+
+
+@dataclass(frozen=True, eq=False)
+class SideSpec:
+    """One side of a spec carried by value in index params / query options: engines are built from `spec`,
+    and the cache key is that side's configuration only, so profiles that agree on a side share its caches."""
+
+    spec: EncoderSpec
+    side: str
+
+    def config(self) -> Any:
+        cfg = self.spec.side_config(self.side, with_model=False)
+        return cfg if self.side == "d" else config_hash(cfg)  # the query side's key was a hash: keep it
+
+    def __str__(self) -> str:
+        return f"{self.spec.name}:{self.side}"
+
+    __repr__ = __str__
 
 
 def _load_entries() -> None:
@@ -278,7 +364,9 @@ def _st_dense_layers(folder: Path) -> list[Any]:
 def _torch_dtype(name: str) -> Any:
     import torch
 
-    return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[name]
+    # fp16-autocast keeps fp32 weights; the forward pass runs under torch.autocast (SideModel.forward)
+    return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16,
+            "fp16-autocast": torch.float32}[name]
 
 
 def pick_device(device: str | None) -> str:
@@ -302,6 +390,8 @@ class SideModel:
         cuda = device.startswith("cuda")
         self.dtype_name = spec.dtype if cuda else "fp32"
         dtype = _torch_dtype(self.dtype_name)
+        what = f"{spec.name} ({'query' if side == 'q' else 'document'} side) from {resolved.ref}"
+        strict = {"what": what, "allow_missing": spec.allow_missing, "allow_unexpected": spec.allow_unexpected}
         kw: dict[str, Any] = dict(resolved.kwargs())
         if spec.trust_remote_code and resolved.source != "tiny":
             kw["trust_remote_code"] = True
@@ -314,19 +404,20 @@ class SideModel:
         load = spec.loader
         if load == "dpr":
             cls = tf.DPRQuestionEncoder if side == "q" else tf.DPRContextEncoder
-            outer = cls.from_pretrained(resolved.location, dtype=dtype, **kw)
+            outer = from_pretrained_strict(cls, resolved.location, dtype=dtype, **strict, **kw)
             model = (outer.question_encoder if side == "q" else outer.ctx_encoder).bert_model
         elif load == "t5-encoder":
-            model = tf.T5EncoderModel.from_pretrained(resolved.location, dtype=dtype, **kw)
+            model = from_pretrained_strict(tf.T5EncoderModel, resolved.location, dtype=dtype, **strict, **kw)
         elif load == "colbert":
-            model = tf.BertModel.from_pretrained(resolved.location, dtype=dtype, **kw)
+            model = from_pretrained_strict(tf.BertModel, resolved.location, dtype=dtype, add_pooling_layer=False,
+                                           **strict, **kw)
             if folder is None:
                 raise ValueError("ColBERT's projection is read from a local folder; stage the checkpoint")
             weight = _read_state(folder, "linear.")["weight"]
             self.head = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=False)
             self.head.load_state_dict({"weight": weight})
         elif load == "ance":  # Pyserini's AnceEncoder: RoBERTa, CLS -> embeddingHead (linear) -> LayerNorm
-            model = tf.RobertaModel.from_pretrained(resolved.location, dtype=dtype, **kw)
+            model = from_pretrained_strict(tf.RobertaModel, resolved.location, dtype=dtype, **strict, **kw)
             if folder is None:
                 raise ValueError("ANCE's head is read from a local folder; stage the checkpoint")
             lin, norm = _read_state(folder, "embeddingHead."), _read_state(folder, "norm.")
@@ -338,9 +429,9 @@ class SideModel:
         elif load == "nv-embed":
             if folder is None:
                 raise ValueError("NV-Embed's parts are read from a local folder; stage the checkpoint")
-            model = self._load_nv_embed(folder, dtype)
+            model = self._load_nv_embed(folder, dtype, what)
         else:
-            model = self._load_auto(resolved, dtype, kw, cuda)
+            model = self._load_auto(resolved, dtype, kw, cuda, strict)
         if folder is not None and load not in ("colbert", "ance"):
             self.dense = _st_dense_layers(folder)
         if spec.bidirectional:
@@ -361,7 +452,8 @@ class SideModel:
         self._prefix_tokens = self._count_prefix_tokens()
         self._skip_ids = self._colbert_skiplist() if side == "d" and spec.colbert else None
 
-    def _load_auto(self, resolved: Resolved, dtype: Any, kw: dict[str, Any], cuda: bool) -> Any:
+    def _load_auto(self, resolved: Resolved, dtype: Any, kw: dict[str, Any], cuda: bool,
+                   strict: dict[str, Any]) -> Any:
         import torch
         import transformers as tf
 
@@ -377,10 +469,11 @@ class SideModel:
                         f"visible GPUs have {sum(free) / 2**30:.0f} GiB free together; irgrid never quantises "
                         f"silently: use more GPUs (CUDA_VISIBLE_DEVICES) or a larger one")
                 log.info("%s: sharding %s over %d GPUs", self.spec.name, resolved.ref, len(free))
-                return tf.AutoModel.from_pretrained(resolved.location, dtype=dtype, device_map="auto", **kw)
-        return tf.AutoModel.from_pretrained(resolved.location, dtype=dtype, **kw)
+                return from_pretrained_strict(tf.AutoModel, resolved.location, dtype=dtype, device_map="auto",
+                                              **strict, **kw)
+        return from_pretrained_strict(tf.AutoModel, resolved.location, dtype=dtype, **strict, **kw)
 
-    def _load_nv_embed(self, folder: Path, dtype: Any) -> Any:
+    def _load_nv_embed(self, folder: Path, dtype: Any, what: str) -> Any:
         import transformers as tf
 
         config = tf.AutoConfig.from_pretrained(folder)
@@ -388,9 +481,9 @@ class SideModel:
         if isinstance(text_config, dict):
             text_config = tf.MistralConfig(**text_config)
         model = tf.MistralModel(text_config)
-        missing = model.load_state_dict(_read_state(folder, "embedding_model."), strict=False)
-        if missing.missing_keys:
-            raise ValueError(f"{folder}: NV-Embed weights lack {missing.missing_keys[:3]}...")
+        info = model.load_state_dict(_read_state(folder, "embedding_model."), strict=False)
+        check_loading_info({"missing_keys": info.missing_keys, "unexpected_keys": info.unexpected_keys},
+                           what, self.spec.allow_missing, self.spec.allow_unexpected)
         la_file = folder / "latent_attention.json"
         la = json.loads(la_file.read_text()) if la_file.exists() else dict(config.latent_attention_config)
         heads = int(la.get("heads", la.get("num_cross_heads", 8)))
@@ -425,56 +518,88 @@ class SideModel:
         rendered = [spec.render(t, side) for t in texts]
         max_len = spec.max_length(side)
         eos = self.tokenizer.eos_token_id if spec.append_eos else None
-        enc = self.tokenizer(rendered, add_special_tokens=True, truncation=True,
-                             max_length=max_len - (1 if eos is not None else 0))["input_ids"]
+        colbert_q = spec.colbert is not None and side == "q"
+        if colbert_q and spec.query_length_rule is not None:  # each query has its own length
+            lengths = [spec.query_length(t) for t in texts]
+            max_len = max(lengths, default=max_len)
+        if rendered and isinstance(rendered[0], tuple):  # text pairs: the tokenizer's own pair template
+            enc = self.tokenizer([r[0] for r in rendered], [r[1] for r in rendered], add_special_tokens=True,
+                                 truncation=True, max_length=max_len - (1 if eos is not None else 0))["input_ids"]
+        else:
+            enc = self.tokenizer(list(rendered), add_special_tokens=True, truncation=True,
+                                 max_length=max_len - (1 if eos is not None else 0))["input_ids"]
         if eos is not None:
             enc = [ids if ids and ids[-1] == eos else ids + [eos] for ids in enc]
         if spec.colbert is not None:
             marker = self.tokenizer.convert_tokens_to_ids(spec.colbert["q_marker" if side == "q" else "d_marker"])
             for ids in enc:
                 ids[1] = marker
+        if colbert_q:  # query augmentation: [MASK] up to the query's length (not attended to, but encoded)
+            targets = lengths if spec.query_length_rule is not None else [max_len] * len(enc)
+            sep = self.tokenizer.sep_token_id
+            mask_id = self.tokenizer.mask_token_id
+            out = []
+            for ids, target in zip(enc, targets):
+                if len(ids) > target:  # truncated to this query's own length, [SEP] kept last
+                    ids = ids[: target - 1] + [sep]
+                out.append(ids + [mask_id] * (target - len(ids)))
+            enc = out
         return enc
 
     # -- the forward pass on one padded batch -------------------------------------------------------------
     def forward(self, batch: list[list[int]]) -> Any:
+        import contextlib
+
         import torch
 
         spec, side = self.spec, self.side
         pad = self.tokenizer.pad_token_id
         width = max(len(ids) for ids in batch)
-        augment = spec.colbert is not None and side == "q"
-        if augment:  # ColBERT query augmentation: pad with [MASK] to the full query length
-            width = spec.query_max_length
-            fill = self.tokenizer.mask_token_id
-        ids = torch.full((len(batch), width), fill if augment else pad, dtype=torch.long)
+        colbert_q = spec.colbert is not None and side == "q"
+        ids = torch.full((len(batch), width), pad, dtype=torch.long)
         mask = torch.zeros((len(batch), width), dtype=torch.long)
+        mask_id = self.tokenizer.mask_token_id if colbert_q else None
         for i, row in enumerate(batch):
             ids[i, : len(row)] = torch.tensor(row)
-            mask[i, : len(row)] = 1
+            attended = len(row)
+            if colbert_q:  # the [MASK] augmentation is encoded but not attended to (ColBERT's default)
+                while attended > 1 and row[attended - 1] == mask_id:
+                    attended -= 1
+            mask[i, :attended] = 1
         target = self.device if not getattr(self.model, "hf_device_map", None) else next(self.model.parameters()).device
         if str(target).startswith("cuda"):
             ids, mask = ids.pin_memory().to(target, non_blocking=True), mask.pin_memory().to(target, non_blocking=True)
         inputs = {"input_ids": ids, "attention_mask": mask}
-        out = self.model(**inputs)
-        hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
-        pool_mask = mask.clone()
-        if not spec.pool_prompt and self._prefix_tokens:
-            lengths = mask.sum(1)
-            keep = torch.minimum(torch.full_like(lengths, self._prefix_tokens), lengths - 1)  # keep >= 1 token
-            positions = torch.arange(width, device=mask.device).unsqueeze(0)
-            pool_mask = pool_mask * (positions >= keep.unsqueeze(1)).long()
-        if spec.pooling == "colbert":
-            return self._colbert(hidden, ids, mask)
-        return self._pool(hidden, mask, pool_mask)
+        autocast = (torch.autocast("cuda", dtype=torch.float16) if self.dtype_name == "fp16-autocast"
+                    else contextlib.nullcontext())
+        with autocast:
+            out = self.model(**inputs)
+            hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+            pool_mask = mask.clone()
+            if not spec.pool_prompt and self._prefix_tokens:
+                lengths = mask.sum(1)
+                keep = torch.minimum(torch.full_like(lengths, self._prefix_tokens), lengths - 1)  # keep >= 1 token
+                positions = torch.arange(width, device=mask.device).unsqueeze(0)
+                pool_mask = pool_mask * (positions >= keep.unsqueeze(1)).long()
+            if spec.pooling == "colbert":
+                return self._colbert(hidden, ids, mask, [len(row) for row in batch])
+            if spec.pooling == "pooler":  # the checkpoint's pooler head (e.g. SimCSE's MLP over CLS)
+                pooled = getattr(out, "pooler_output", None)
+                if pooled is None:
+                    raise ValueError(f"{spec.name}: pooling 'pooler' but {self.resolved.ref} has no pooler head")
+                return self._pool(pooled, mask, pool_mask, pooled=True)
+            return self._pool(hidden, mask, pool_mask)
 
     def _dtype(self) -> Any:
         return _torch_dtype(self.dtype_name)
 
-    def _pool(self, hidden: Any, mask: Any, pool_mask: Any) -> Any:
+    def _pool(self, hidden: Any, mask: Any, pool_mask: Any, pooled: bool = False) -> Any:
         import torch
 
         spec = self.spec
-        if spec.pooling == "cls":
+        if pooled:
+            vec = hidden
+        elif spec.pooling == "cls":
             vec = hidden[:, 0]
         elif spec.pooling == "last":
             vec = hidden[torch.arange(hidden.shape[0], device=hidden.device), mask.sum(1) - 1]
@@ -492,12 +617,12 @@ class SideModel:
             vec = torch.nn.functional.normalize(vec, p=2, dim=-1)
         return vec
 
-    def _colbert(self, hidden: Any, ids: Any, mask: Any) -> list[np.ndarray]:
+    def _colbert(self, hidden: Any, ids: Any, mask: Any, lengths: list[int]) -> list[np.ndarray]:
         import torch
 
         vecs = torch.nn.functional.normalize(self.head(hidden).float(), p=2, dim=-1)
-        if self.side == "q":  # every position, [MASK] augmentation included
-            return [v.cpu().numpy() for v in vecs]
+        if self.side == "q":  # every position of the query's own length, [MASK] augmentation included
+            return [vecs[i, :n].cpu().numpy() for i, n in enumerate(lengths)]
         keep = mask.bool()
         if self._skip_ids:
             skip = torch.tensor(sorted(self._skip_ids), device=ids.device)
@@ -639,16 +764,17 @@ class Engine:
         out = parts[0]
         return out if self.spec.pooling == "colbert" else np.stack(out).astype(np.float32)
 
-    def stream(self, docs: Iterable[Mapping[str, str]], text_field: str = "text") -> Iterator[tuple[list[str], Any]]:
+    def stream(self, docs: Iterable[Mapping[str, str]]) -> Iterator[tuple[list[str], Any]]:
         """(docnos, vectors) chunk by chunk: the next chunk is tokenized while this one encodes; with several
-        GPUs, chunks go round-robin to one replica each. Only a few chunks are ever in memory."""
+        GPUs, chunks go round-robin to one replica each. Only a few chunks are ever in memory. A document's text
+        is `spec.document(record)`: its declared fields of {'docno', 'title', 'text'} (flat records: 'text')."""
         it = iter(docs)
 
         def take() -> tuple[list[str], list[str]]:
             docnos, texts = [], []
             for d in it:
                 docnos.append(d["docno"])
-                texts.append(d[text_field])
+                texts.append(self.spec.document(d))
                 if len(texts) >= self.chunk_size:
                     break
             return docnos, texts

@@ -8,12 +8,14 @@ from typing import Any
 
 from irgrid import datasets as ds_mod
 from irgrid import retrievers as r_mod
+from irgrid.profiles import DEFAULT_PROFILE, ProfileError, check_name
 from irgrid.registry import UnknownNameError
 
 TESTS = ("t", "wilcoxon")
 CORRECTIONS = ("bonferroni", "holm", "holm-sidak", "hs", "sidak", "simes-hochberg", "fdr_bh", "fdr_by", "none")
 KEYS = {"name", "description", "datasets", "retrievers", "measures", "baseline", "test", "correction", "models",
-        "latency_sample", "collections", "aggregates"}
+        "latency_sample", "collections", "aggregates", "profile"}
+RETRIEVER_KEYS = ("name", "as", "options", "profile")
 
 
 class ExperimentError(ValueError):
@@ -51,6 +53,14 @@ class ExperimentSpec:
             "test": self.test,
             "correction": self.correction,
         }
+
+
+def _profile_name(value: Any, where: str) -> str:
+    """A profile name (irgrid.profiles.PROFILES) from an experiment file, with "did you mean" otherwise."""
+    try:
+        return check_name(str(value), where)
+    except ProfileError as e:
+        raise ExperimentError(str(e)) from None
 
 
 def parse_measure(text: str, where: str):
@@ -140,6 +150,7 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
         except byo.CollectionError as e:
             raise ExperimentError(str(e)) from None
     datasets = [_dataset(d, f"datasets[{i}]", lookup, source) for i, d in enumerate(data["datasets"])]
+    default_profile = _profile_name(data.get("profile", DEFAULT_PROFILE), f"{source}: profile: ")
     retrievers: list[r_mod.Retriever] = []
     pipelines: dict[int, tuple[str, str, str]] = {}  # {as, pipeline} items: compiled once all names are known
     for i, item in enumerate(data["retrievers"]):
@@ -149,17 +160,21 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
             retrievers.append(None)  # type: ignore[arg-type]
             continue
         if isinstance(item, str):
-            retrievers.append(lookup(r_mod.get, item, where))
-            continue
+            item = {"name": item}
         if not isinstance(item, dict) or "name" not in item:
-            raise ExperimentError(f"{source}: {where}: expected a name, {{name, as, options}} or {{as, pipeline}}, "
-                                  f"got {item!r}")
-        extra = sorted(set(item) - {"name", "as", "options"})
+            raise ExperimentError(f"{source}: {where}: expected a name, {{name, as, options, profile}} or "
+                                  f"{{as, pipeline}}, got {item!r}")
+        extra = sorted(set(item) - set(RETRIEVER_KEYS))
         if extra:
-            raise ExperimentError(f"{source}: {where}: unknown key(s) {extra}; allowed: name, as, options")
+            raise ExperimentError(f"{source}: {where}: unknown key(s) {extra}; allowed: {', '.join(RETRIEVER_KEYS)}")
         base = lookup(r_mod.get, item["name"], where)
-        try:
-            retrievers.append(base.with_options(name=item.get("as"), **(item.get("options") or {})))
+        profile = _profile_name(item.get("profile", default_profile), f"{source}: {where}: profile: ")
+        options = item.get("options") or {}
+        if not isinstance(options, dict):
+            raise ExperimentError(f"{source}: {where}: options must be a mapping of option names to values")
+        try:  # the profile's settings first, then this item's options on top
+            entry = base.with_profile(profile, name=item.get("as"))
+            retrievers.append(entry.with_options(**options) if options else entry)
         except ValueError as e:
             raise ExperimentError(f"{source}: {where}: {e}") from None
     if pipelines:
@@ -167,7 +182,8 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
 
         named = {r.name: r for r in retrievers if r is not None}
         try:
-            compiled = expressions.compile_items(list(pipelines.values()), named, lambda n: r_mod.get(n))
+            compiled = expressions.compile_items(list(pipelines.values()), named,
+                                                  lambda n: r_mod.get(n).with_profile(default_profile))
         except expressions.ExpressionError as e:
             raise ExperimentError(str(e)) from None
         for i, (name, _, _) in pipelines.items():

@@ -28,6 +28,7 @@ from irgrid import settings
 from irgrid._util import write_text_atomic
 from irgrid.datasets import Dataset
 from irgrid.datasets import get as get_dataset
+from irgrid.doc_fields import fielded_docs
 from irgrid.experiment import ExperimentSpec
 from irgrid.experiment import load as load_experiment
 from irgrid.retrievers import BuildContext, IndexRecipe, QueryContext, Retriever
@@ -70,7 +71,8 @@ def ensure_index(recipe: IndexRecipe, dataset: Dataset, store: Store, model_map:
 
         def build(tmp: Path) -> None:
             ctx = BuildContext(path=tmp, params=recipe.params, models=resolved, docs=docs,
-                               docs_count=docs_count, device=settings.device())
+                               docs_count=docs_count, device=settings.device(),
+                               fielded=None if recipe.stage is not None else lambda: fielded_docs(corpus))
             recipe.build(ctx)
 
         store.build_index(recipe, dataset, build, docs=docs_count)

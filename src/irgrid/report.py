@@ -84,6 +84,7 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
                 "family": cell.retriever.family, "architecture": cell.retriever.architecture,
                 "paper_name": paper_name(cell.retriever),
                 "config_hash": cell.retriever.key(), "models": cell.meta.get("models", {}),
+                "profile": cell.retriever.profile,  # irgrid.profiles name applied (None: the entry's defaults)
                 "reference": cell.retriever.reference, "runs": {},
             })
             entry["runs"][dataset_name] = {"run_key": cell.meta.get("key"), "cached": cell.cached,
@@ -115,6 +116,8 @@ def paper_name(retriever) -> str | None:
         entry = get(retriever.name)
     except UnknownNameError:
         return None
+    if getattr(retriever, "profile", None):  # the entry under the named profile it ran with (paper or card)
+        entry = entry.with_profile(retriever.profile)
     return retriever.paper_name if entry.key() == retriever.key() else None
 
 

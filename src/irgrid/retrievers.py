@@ -65,6 +65,9 @@ class BuildContext:
     docs: Callable[[], Iterator[dict[str, str]]]  # fresh iterator of {'docno', 'text'} (flat title + text)
     docs_count: int
     device: str | None = None
+    # the same documents with title and text kept apart ({'docno', 'title', 'text'}), for builders whose entry
+    # declares other document fields than the flat join (irgrid.doc_fields); None where not available
+    fielded: Callable[[], Iterator[dict[str, str]]] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -196,8 +199,8 @@ class Retriever:
         """A variant with some options changed; unknown option names are an error, not a silent no-op."""
         if self.derive is not None and set(options) & set(self.derive_options):
             rebuilt = self.derive({**self.options, **{k: options[k] for k in self.derive_options if k in options}})
-            if not rebuilt.profiles:  # a re-derived entry keeps this entry's profiles and the one applied
-                rebuilt = dataclasses.replace(rebuilt, profiles=self.profiles, profile=self.profile)
+            # a re-derived entry keeps this entry's profiles (unless it has its own) and the one applied
+            rebuilt = dataclasses.replace(rebuilt, profiles=rebuilt.profiles or self.profiles, profile=self.profile)
             rest = {k: v for k, v in options.items() if k not in self.derive_options}
             return rebuilt.with_options(name=name or self.name, **rest)
         roles = set(self.all_models())

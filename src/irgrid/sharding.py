@@ -71,10 +71,11 @@ def shard_ready(store: Store, recipe: IndexRecipe, dataset: Dataset, start: int,
 
 
 def _engine(recipe: IndexRecipe, model_map: Mapping[str, str] | None, device: str | None) -> Any:
-    from irgrid.encoders import ENCODERS, engine_for
+    from irgrid.dense_entry import side_spec
+    from irgrid.encoders import engine_for
     from irgrid.grid import resolve_models
 
-    spec = ENCODERS.get(recipe.params["encoder"])
+    spec = side_spec(recipe.params, "d")
     resolved = resolve_models(recipe.models, dict(model_map or {}))
     return engine_for(spec, "d", resolved["doc"], device, int(recipe.params["batch_size"]))
 
@@ -94,7 +95,12 @@ def encode_shard(recipe: IndexRecipe, dataset: Dataset, store: Store, start: int
         if start % engine.chunk_size:
             raise ShardError(f"shard {start}-{stop}: start is not a multiple of the encoding chunk size "
                              f"{engine.chunk_size}; every job of a grid must see the same IRGRID_ENCODE_CHUNK")
-        docs = itertools.islice(dataset.corpus_dataset().docs(), start, stop)
+        if engine.spec.flat_documents:
+            docs = itertools.islice(dataset.corpus_dataset().docs(), start, stop)
+        else:  # the entry reads other document fields than the flat join (same order, same documents)
+            from irgrid.doc_fields import fielded_docs
+
+            docs = itertools.islice(fielded_docs(dataset), start, stop)
         docs_before, seconds_before, t0 = engine.stats.docs, engine.stats.seconds, time.perf_counter()
         log.info("encoding documents %d-%d of %s with %s -> %s", start, stop, dataset.corpus, recipe.name, final)
         with atomic_dir(final) as tmp:
