@@ -138,7 +138,10 @@ def cmd_status(args) -> int:
 
 
 def cmd_report(args) -> int:
+    from irgrid.report import verify_outputs
     from irgrid.reports import write_report
+
+    verify_outputs(args.out)  # incomplete or mixed folders are refused, naming the file
 
     written = write_report(args.out, to=args.to, n_resamples=args.bootstrap, seed=args.seed,
                            fraction=args.fraction, reference=args.reference)
@@ -256,15 +259,44 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("irgrid").setLevel(logging.INFO if args.verbose or args.command == "run" else logging.WARNING)
+    return _run_reporting_errors(args)
+
+
+def _run_reporting_errors(args) -> int:
+    """User errors and environment faults end in one `irgrid: error:` line (the traceback only with -v)."""
+    import errno
+    import traceback
+
+    from irgrid.datasets import DatasetError
     from irgrid.executors import ExecutorError
     from irgrid.experiment import ExperimentError
+    from irgrid.locks import LockTimeout
     from irgrid.models import ModelUnavailableError
+    from irgrid.report import OutputError
+    from irgrid.store import CacheError
+
+    def fail(message: str) -> int:
+        if args.verbose:
+            traceback.print_exc()
+        print(f"irgrid: error: {message}", file=sys.stderr)
+        return 2
 
     try:
         return args.func(args)
-    except (ExperimentError, UnknownNameError, ModelUnavailableError, ExecutorError) as e:
-        print(f"irgrid: error: {e}", file=sys.stderr)
-        return 2
+    except (ExperimentError, UnknownNameError, ModelUnavailableError, ExecutorError, DatasetError, OutputError,
+            CacheError, LockTimeout) as e:
+        return fail(str(e))
+    except OSError as e:
+        where = f" ({e.filename})" if e.filename else ""
+        if e.errno == errno.ENOSPC:
+            return fail(f"no space left on the device{where}: free space or point --cache / --out elsewhere; "
+                        f"nothing half-written is ever reused, rerun to continue")
+        if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            return fail(f"not allowed to write{where}: {e.strerror}; choose a writable --cache / --out")
+        if e.errno == errno.ENOENT:
+            return fail(f"{e.strerror}{where}: was the cache or output folder deleted while irgrid ran? "
+                        f"Rerun; everything finished before is reused")
+        raise
 
 
 if __name__ == "__main__":

@@ -86,17 +86,17 @@ def _non_negative_int(value: Any, where: str) -> int:
 
 
 def load(path: str | Path) -> ExperimentSpec:
-    import yaml
+    from irgrid import yamlsafe
 
     path = Path(path)
     if not path.exists():
         raise ExperimentError(f"experiment file {path} does not exist")
+    if not path.is_file():
+        raise ExperimentError(f"experiment file {path} is not a file")
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise ExperimentError(f"{path}{at}: not valid YAML: {getattr(e, 'problem', e)}") from None
+        data = yamlsafe.load_file(path)
+    except yamlsafe.YamlError as e:
+        raise ExperimentError(str(e)) from None
     return from_dict(data, source=str(path))
 
 
