@@ -16,7 +16,7 @@ import pytest
 from conftest import write_scifact_slice
 
 from irgrid import grid
-from irgrid.experiment import ExperimentError, from_dict, load
+from irgrid.experiment import ExperimentError, load
 from irgrid.store import Store
 
 N_QUERIES, N_DOCS = 20, 200
@@ -81,6 +81,25 @@ def test_two_grids_same_new_bm25_parameters_never_crash(slice_root, tmp_path):
             assert p.returncode == 0, f"round {i}: rc {p.returncode}\n{err[-3000:]}"
         a, b = (pd.read_csv(tmp_path / f"out-{i}-{who}" / "results.csv") for who in ("a", "b"))
         assert _value(a, "bm25-a") == _value(b, "bm25-b")
+
+
+def test_partial_query_time_index_file_is_rewritten_not_trusted(slice_root, tmp_path):
+    """What the race (or a kill) leaves: a truncated per-parameter PISA file in the published index. Before the
+    fix the next grid with those parameters crashed in native code (SIGBUS/SIGSEGV)."""
+    root = _copy_slice(slice_root, tmp_path)
+    cache = tmp_path / "cache"
+    first = _yaml(root, retrievers="[{name: bm25-pisa, as: bm25-a, options: {k1: 1.37}}]")
+    assert _cli("run", str(first), "--cache", str(cache), "--out", str(tmp_path / "o1")).returncode == 0
+    lazy = [p for p in cache.glob("indexes/*/pisa-porter2-*/**/*") if p.is_file() and "1.37" in p.name]
+    assert lazy, "PISA wrote no per-parameter files"
+    for p in lazy:
+        p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
+    second = root / "exp2.yaml"
+    second.write_text(first.read_text().replace("as: bm25-a", "as: bm25-b"))
+    proc = _cli("run", str(second), "--cache", str(cache), "--out", str(tmp_path / "o2"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    a, b = (pd.read_csv(tmp_path / o / "results.csv") for o in ("o1", "o2"))
+    assert _value(a, "bm25-a") == _value(b, "bm25-b")
 
 
 # -- 2. a failed baseline is one recorded failure; the other cells and datasets still report ----------------

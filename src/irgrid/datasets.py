@@ -437,7 +437,6 @@ def _seed(src: Path, dst: Path) -> None:
 def staged_fingerprint(irds_id: str) -> str | None:
     """A hash of the staged files under this id's folder (None when nothing is staged for it): part of cache
     keys, so changed staged data never reuses an index or a run of the old data."""
-    import hashlib
     import json
 
     if settings.staged_irds_home() is None:

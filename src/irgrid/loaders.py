@@ -27,9 +27,7 @@ from ir_datasets.formats import (
     BaseQueries,
     GenericDoc,
     TrecQrel,
-    TrecQrels,
     TrecQueries,
-    TsvQueries,
 )
 from ir_datasets.util import LocalDownload
 

@@ -9,8 +9,8 @@ import os
 import platform
 import subprocess
 import sys
-from importlib import metadata
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
