@@ -19,14 +19,13 @@ import traceback
 from pathlib import Path
 
 import pandas as pd
+from irgrid.pipelines.sparse import bm25_query, build_pisa, open_pisa  # noqa: E402
 
 from irgrid import grid, retrievers
 from irgrid.experiment import load
 from irgrid.report import verify_outputs
 from irgrid.retrievers import DocStage, IndexRecipe, Retriever
 from irgrid.store import Store
-
-from irgrid.pipelines.sparse import bm25_query, build_pisa, open_pisa  # noqa: E402
 
 
 def lowercase_stage(ctx):

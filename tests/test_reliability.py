@@ -16,7 +16,7 @@ import pytest
 from conftest import write_scifact_slice
 
 from irgrid import grid
-from irgrid.experiment import ExperimentError, load
+from irgrid.experiment import ExperimentError, from_dict, load
 from irgrid.store import Store
 
 N_QUERIES, N_DOCS = 20, 200
@@ -296,3 +296,64 @@ def test_duplicate_yaml_keys_are_refused(tmp_path):
     path.write_text("name: d\ndatasets: [vaswani]\nretrievers: [bm25-pisa]\nmeasures: [AP]\nmeasures: [nDCG@10]\n")
     with pytest.raises(ExperimentError, match=r"dup.yaml.*line 5.*'measures'.*twice"):
         load(path)
+
+
+# -- inputs validated at the edge: each error names the file, the entry and the key -----------------------------
+@pytest.mark.parametrize("patch, expected", [
+    ({"retrievers": [{"name": "bm25-pisa", "options": {"k1": "abc"}}]}, "retrievers[0] (bm25-pisa): option k1: expected a number"),
+    ({"retrievers": [{"name": "bm25-pisa", "options": {"num_results": -5}}]}, "option num_results: -5 is outside"),
+    ({"datasets": ["vaswani", "vaswani"]}, "datasets[1]: 'vaswani' is already datasets[0]"),
+    ({"datasets": [{"name": "vaswani", "queries": 0}]}, "queries: 0 selects no query"),
+])
+def test_option_and_dataset_errors_name_the_key(patch, expected):
+    with pytest.raises(ExperimentError) as e:
+        from_dict({"datasets": ["vaswani"], "retrievers": ["bm25-pisa"], "measures": ["AP"], **patch}, source="x.yaml")
+    assert expected in str(e.value) and str(e.value).startswith("x.yaml")
+
+
+@pytest.mark.parametrize("role, content, expected", [
+    ("topics", "q1\tfirst\nq1\tagain\n", "line 2: query id 'q1' already on line 1"),
+    ("topics", "", "topics file is empty"),
+    ("topics", "q1\tone\ttwo\n", "line 1: expected 'qid<TAB>query text', got 3"),
+    ("qrels", "q1 D1 1\n", "line 1: expected 4 columns"),
+    ("qrels", "q1 0 D1 yes\n", "line 1: relevance label 'yes' is not a whole number"),
+    ("docs", "D1\tt\tx\nD1\tt\ty\n", "document id 'D1' appears twice"),
+    ("docs", b"D1\tt\t\xff\xfe\n", "not UTF-8"),
+])
+def test_malformed_collection_files_name_file_and_line(tmp_path, role, content, expected):
+    data = tmp_path / "data"
+    data.mkdir()
+    files = {"docs": "D1\tt\tx\n", "topics": "q1\tfirst\n", "qrels": "q1 0 D1 1\n"}
+    files[role] = content
+    for r, name in (("docs", "docs.tsv"), ("topics", "topics.tsv"), ("qrels", "qrels.txt")):
+        body = files[r]
+        (data / name).write_bytes(body if isinstance(body, bytes) else body.encode())
+    with pytest.raises(ExperimentError) as e:
+        load(_yaml(tmp_path, name=f"bad-{role}-{abs(hash(str(content))) % 10**6}"))
+    msg = str(e.value)
+    assert expected in msg and "collections[0]" in msg, msg
+
+
+def test_qrels_matching_no_document_are_warned_about(tmp_path, caplog):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "docs.tsv").write_text("D1\tt\tx\n")
+    (data / "topics.tsv").write_text("q1\tx\n")
+    (data / "qrels.txt").write_text("q1 0 D9 1\n")
+    with caplog.at_level("WARNING", logger="irgrid"):
+        load(_yaml(tmp_path, name="nomatch"))
+    assert any("no relevant document" in r.message for r in caplog.records)
+
+
+def test_bad_device_is_one_clear_error(tmp_path):
+    proc = _cli("run", str(_yaml(tmp_path, name="x", datasets="[vaswani]")), "--dry-run",
+                env={**ENV, "IRGRID_DEVICE": "gpu"})
+    assert proc.returncode == 2 and "IRGRID_DEVICE='gpu'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_out_that_is_a_file_fails_before_any_cell(slice_root, tmp_path):
+    root = _copy_slice(slice_root, tmp_path)
+    (tmp_path / "out").write_text("")
+    proc = _cli("run", str(_yaml(root)), "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and "is a file" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "cache" / "runs").exists()

@@ -87,6 +87,7 @@ def cmd_run(args) -> int:
         os.environ["IRGRID_TINY_MODELS"] = "1"
     from irgrid import settings
 
+    settings.device()  # IRGRID_DEVICE checked once, before any work
     if settings.tiny_models():
         print("irgrid: TINY-MODEL MODE: every checkpoint with a declared architecture is a tiny random-weight model;"
               " these numbers check wiring only and are not results", file=sys.stderr)
@@ -273,6 +274,7 @@ def _run_reporting_errors(args) -> int:
     from irgrid.locks import LockTimeout
     from irgrid.models import ModelUnavailableError
     from irgrid.report import OutputError
+    from irgrid.settings import SettingsError
     from irgrid.store import CacheError
 
     def fail(message: str) -> int:
@@ -284,7 +286,7 @@ def _run_reporting_errors(args) -> int:
     try:
         return args.func(args)
     except (ExperimentError, UnknownNameError, ModelUnavailableError, ExecutorError, DatasetError, OutputError,
-            CacheError, LockTimeout) as e:
+            CacheError, LockTimeout, SettingsError) as e:
         return fail(str(e))
     except OSError as e:
         where = f" ({e.filename})" if e.filename else ""

@@ -75,6 +75,9 @@ def _dataset(item: Any, where: str, lookup, source: str) -> ds_mod.Dataset:
         if "queries" not in item:
             return ds
         n = _non_negative_int(item["queries"], f"{source}: {where}: queries")
+        if n == 0:
+            raise ExperimentError(f"{source}: {where}: queries: 0 selects no query; give a number >= 1 or leave "
+                                  f"'queries' out for all of them")
         return ds.with_sample(n, _non_negative_int(item.get("seed", 0), f"{source}: {where}: seed"))
     return lookup(ds_mod.get, str(item), where)
 
@@ -131,6 +134,12 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
         except byo.CollectionError as e:
             raise ExperimentError(str(e)) from None
     datasets = [_dataset(d, f"datasets[{i}]", lookup, source) for i, d in enumerate(data["datasets"])]
+    seen_ds: dict[str, int] = {}
+    for i, d in enumerate(datasets):
+        if d.name in seen_ds:
+            raise ExperimentError(f"{source}: datasets[{i}]: {d.name!r} is already datasets[{seen_ds[d.name]}]; "
+                                  f"list each dataset once")
+        seen_ds[d.name] = i
     retrievers: list[r_mod.Retriever] = []
     for i, item in enumerate(data["retrievers"]):
         where = f"retrievers[{i}]"
@@ -147,6 +156,10 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
             retrievers.append(base.with_options(name=item.get("as"), **(item.get("options") or {})))
         except ValueError as e:
             raise ExperimentError(f"{source}: {where}: {e}") from None
+    for i, r in enumerate(retrievers):
+        problem = r_mod.check_options(r)
+        if problem:
+            raise ExperimentError(f"{source}: retrievers[{i}] ({r.name}): {problem}")
     names = [r.name for r in retrievers]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

@@ -154,6 +154,8 @@ class Retriever:
     # entries that wrap another entry (HyDE over a dense retriever) re-derive themselves when these options change
     derive: Callable[[Mapping[str, Any]], Retriever] | None = None
     derive_options: tuple[str, ...] = ()
+    # option name -> (type, min, max) beyond `OPTION_TYPES` (not part of the key: it validates, never changes runs)
+    option_types: Mapping[str, tuple[type, float | None, float | None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name or set(self.name) - _NAME_CHARS or self.name[0] in "-.":
@@ -220,6 +222,32 @@ class Retriever:
         from irgrid.grid import build_pipeline
 
         return build_pipeline(self, dataset, **kwargs)
+
+
+# Declared option types with ranges (issue 13): (type, minimum, maximum); None bounds are open. Entries may
+# override per option through `Retriever.option_types`; these defaults cover the options shared by many entries.
+OPTION_TYPES: dict[str, tuple[type, float | None, float | None]] = {
+    "k1": (float, 0.0, None), "b": (float, 0.0, 1.0), "num_results": (int, 1, None), "mu": (float, 0.0, None),
+    "c": (float, 0.0, None), "batch_size": (int, 1, None), "max_length": (int, 1, None), "top_k": (int, 1, None),
+}
+
+
+def check_options(entry: Retriever) -> str | None:
+    """Why an entry's option values are unusable (None: they are fine): typed and in range, checked before
+    any cell runs instead of failing inside a library at run time."""
+    declared = {**OPTION_TYPES, **dict(getattr(entry, "option_types", None) or {})}
+    for name, value in entry.options.items():
+        if name not in declared:
+            continue
+        kind, low, high = declared[name]
+        ok_type = (isinstance(value, int) and not isinstance(value, bool)) if kind is int else (
+            isinstance(value, (int, float)) and not isinstance(value, bool))
+        if not ok_type:
+            return f"option {name}: expected {'a whole number' if kind is int else 'a number'}, got {value!r}"
+        if (low is not None and value < low) or (high is not None and value > high):
+            bounds = f"[{low if low is not None else '-inf'}, {high if high is not None else 'inf'}]"
+            return f"option {name}: {value!r} is outside {bounds}"
+    return None
 
 
 def _model_from_option(value: Any, current: ModelRef, entry: str, role: str) -> ModelRef:
