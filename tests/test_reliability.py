@@ -357,3 +357,16 @@ def test_out_that_is_a_file_fails_before_any_cell(slice_root, tmp_path):
     proc = _cli("run", str(_yaml(root)), "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "out"))
     assert proc.returncode == 2 and "is a file" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "cache" / "runs").exists()
+
+
+def test_native_chatter_is_off_unless_verbose_and_cache_file_is_refused(slice_root, tmp_path):
+    root = _copy_slice(slice_root, tmp_path)
+    exp = _yaml(root)
+    quiet = _cli("run", str(exp), "--cache", str(tmp_path / "c1"))
+    assert quiet.returncode == 0, quiet.stderr[-2000:]
+    assert "[info]" not in quiet.stdout + quiet.stderr and "irgrid [1/1] bm25-pisa" in quiet.stderr
+    loud = _cli("-v", "run", str(exp), "--cache", str(tmp_path / "c2"))
+    assert loud.returncode == 0 and "[info]" in loud.stdout + loud.stderr  # PISA's own log, with -v
+    (tmp_path / "cachefile").write_text("")
+    proc = _cli("run", str(exp), "--cache", str(tmp_path / "cachefile"))
+    assert proc.returncode == 2 and "is a file" in proc.stderr and "Traceback" not in proc.stderr

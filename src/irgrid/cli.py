@@ -79,6 +79,9 @@ def cmd_resolve(args) -> int:
 def cmd_run(args) -> int:
     import os
 
+    if args.cache and os.path.exists(args.cache) and not os.path.isdir(args.cache):
+        print(f"irgrid: error: --cache {args.cache} is a file, not a folder; give a folder path", file=sys.stderr)
+        return 2
     if args.cache:
         os.environ["IRGRID_CACHE"] = args.cache
         if os.environ.get("IRGRID_IRDS_HOME_DEFAULTED") == "1" and "ir_datasets" not in sys.modules:
@@ -148,6 +151,14 @@ def cmd_report(args) -> int:
                            fraction=args.fraction, reference=args.reference)
     folder = written[0].parent if written else args.to
     print(f"wrote {len(written)} files to {folder} (report.md, report.html, report.tex, tables, figures, CSVs)")
+    import json
+    from pathlib import Path
+
+    failed = [f for f in json.loads((Path(args.out) / "failures.json").read_text() or "[]")
+              if f.get("retriever") not in (None, "*")] if (Path(args.out) / "failures.json").exists() else []
+    for f in failed:  # a failed cell is not an absent one: say so beside the tables
+        print(f"note: {f['retriever']} on {f['dataset']} FAILED in this grid ({f['error'].splitlines()[0]}); it is "
+              f"missing from the tables (details in failures.json)", file=sys.stderr)
     return 0
 
 
@@ -258,6 +269,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", help="cache folder (default IRGRID_CACHE or ~/.cache/irgrid)")
     p.set_defaults(func=cmd_qa)
     args = parser.parse_args(argv)
+    if args.verbose:  # libraries' own output (PISA, JVM, ir_datasets INFO) and tracebacks
+        import os
+
+        os.environ["IRGRID_VERBOSE"] = "1"
+    else:
+        logging.getLogger("ir_datasets").setLevel(logging.WARNING)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("irgrid").setLevel(logging.INFO if args.verbose or args.command == "run" else logging.WARNING)
     return _run_reporting_errors(args)

@@ -26,7 +26,7 @@ import pandas as pd
 from irgrid import measures as measures_mod
 from irgrid import models as models_mod
 from irgrid import settings
-from irgrid._util import write_text_atomic
+from irgrid._util import progress_stream, quiet_native, write_text_atomic
 from irgrid.datasets import Dataset, DatasetError
 from irgrid.datasets import get as get_dataset
 from irgrid.experiment import ExperimentSpec
@@ -75,7 +75,7 @@ def ensure_index(recipe: IndexRecipe, dataset: Dataset, store: Store, model_map:
         if recipe.stage is not None:
             docs = _stage_docs(recipe.stage, dataset, store, docs, docs_count, model_map)
 
-        tracked = _TrackedDocs(docs, f"{corpus.corpus}")
+        tracked = _TrackedDocs(docs, f"{corpus.corpus}", docs_count, f"indexing {corpus.corpus} ({recipe.name})")
 
         def build(tmp: Path) -> None:
             ctx = BuildContext(path=tmp, params=recipe.params, models=resolved, docs=tracked,
@@ -83,7 +83,8 @@ def ensure_index(recipe: IndexRecipe, dataset: Dataset, store: Store, model_map:
             recipe.build(ctx)
             tracked.check()  # a builder that swallowed a reading error never publishes a partial index
 
-        store.build_index(recipe, dataset, build, docs=docs_count)
+        with quiet_native(f"indexing {corpus.corpus} with {recipe.name}"):
+            store.build_index(recipe, dataset, build, docs=docs_count)
     return path
 
 
@@ -93,21 +94,30 @@ class _TrackedDocs:
     Some native builders (PISA) read the iterator in another thread and swallow its exceptions, then publish
     an empty or partial index that aborts the process when queried; `check()` re-raises the reading error."""
 
-    def __init__(self, docs, corpus: str):
-        self._docs, self._corpus = docs, corpus
+    def __init__(self, docs, corpus: str, total: int | None = None, desc: str = ""):
+        self._docs, self._corpus, self._total, self._desc = docs, corpus, total, desc
         self.error: BaseException | None = None
         self.count = 0
         self.finished = False
 
     def __call__(self):
+        """One progress bar per pass, in documents, with rate and ETA (the builder's own bars are silenced)."""
+        from tqdm.auto import tqdm
+
         self.error, self.count, self.finished = None, 0, False
+        stream = progress_stream()
+        bar = tqdm(total=self._total or None, desc=self._desc or self._corpus, unit="doc", unit_scale=True,
+                   file=stream, mininterval=0.5 if stream.isatty() else 30, disable=not self._desc, leave=False)
         try:
             for doc in self._docs():
                 self.count += 1
+                bar.update()
                 yield doc
         except BaseException as e:
             self.error = e
             raise
+        finally:
+            bar.close()
         self.finished = True
 
     def check(self) -> None:
@@ -139,11 +149,15 @@ def _write_stage(stage, dataset: Dataset, store: Store, docs, docs_count: int, m
                        docs=docs, docs_count=docs_count, device=settings.device())
     transformer = stage.make(ctx)
 
-    def records():
-        for chunk in more_itertools.chunked(docs(), 1024):  # streamed: corpora need not fit in memory
-            yield from pd.DataFrame(chunk).pipe(transformer.transform).to_dict("records")
+    tracked = _TrackedDocs(docs, dataset.corpus, docs_count, f"document stage {stage.name} on {dataset.corpus}")
 
-    store.write_stage(stage, dataset, records())
+    def records():
+        for chunk in more_itertools.chunked(tracked(), 1024):  # streamed: corpora need not fit in memory
+            yield from pd.DataFrame(chunk).pipe(transformer.transform).to_dict("records")
+        tracked.check()
+
+    with quiet_native(f"document stage {stage.name} on {dataset.corpus}"):
+        store.write_stage(stage, dataset, records())
 
 
 def build_pipeline(retriever: Retriever, dataset: str | Dataset | None = None, store: Store | None = None,
@@ -249,6 +263,12 @@ def run_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store
 
 def _compute_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store: Store,
                   model_map: dict[str, str] | None, latency_sample: int) -> Cell:
+    with quiet_native(f"{retriever.name} on {dataset.name}"):  # JVM warnings, PISA's per-parameter percentages
+        return _timed_cell(retriever, dataset, topics, store, model_map, latency_sample)
+
+
+def _timed_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store: Store,
+                model_map: dict[str, str] | None, latency_sample: int) -> Cell:
     start = time.perf_counter()
     pipeline = build_pipeline(retriever, dataset, store, model_map)
     load_seconds = time.perf_counter() - start
