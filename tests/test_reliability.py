@@ -388,3 +388,12 @@ def test_native_chatter_is_off_unless_verbose_and_cache_file_is_refused(slice_ro
     (tmp_path / "cachefile").write_text("")
     proc = _cli("run", str(exp), "--cache", str(tmp_path / "cachefile"))
     assert proc.returncode == 2 and "is a file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_unstaged_dataset_is_a_recorded_failure_with_the_staging_hint(tmp_path):
+    spec = from_dict({"datasets": ["beir/nfcorpus/test", "vaswani"], "retrievers": ["bm25-pisa"], "measures": ["AP"]})
+    results = grid.run(spec, out=tmp_path / "out", store=Store(tmp_path / "cache"))
+    failures = results.attrs["failures"]
+    assert [(f.dataset, f.retriever) for f in failures] == [("beir/nfcorpus/test", "bm25-pisa")]
+    assert "not staged" in failures[0].error and "IRGRID_IRDS_STAGED" in failures[0].error
+    assert set(results["dataset"]) == {"vaswani"}

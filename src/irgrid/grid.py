@@ -437,7 +437,17 @@ def _run(spec: ExperimentSpec, out: Path | None, store: Store, fail_fast: bool, 
     unknown = {k for k, p in plan_rows.items() if not p["run_cached"] and p["est_seconds"] is None}
     total_cells, done = len(plan_rows), 0
     for dataset in spec.datasets:
-        topics, qrels = dataset.topics(), dataset.qrels()
+        try:
+            topics, qrels = dataset.topics(), dataset.qrels()
+        except Exception as e:  # data not staged (a download attempt offline), unreadable files: every cell fails
+            if fail_fast:
+                raise
+            error = _data_error(dataset, e)
+            log.error("%s: %s; its %d cell(s) are skipped", dataset.name, error, len(spec.retrievers))
+            failures.extend(Failure(dataset.name, r.name, error, traceback.format_exc()) for r in spec.retrievers)
+            done += len(spec.retrievers)
+            cells_by_dataset[dataset.name] = []
+            continue
         cells = []
         for retriever in spec.retrievers:
             done += 1
@@ -503,6 +513,16 @@ def _run(spec: ExperimentSpec, out: Path | None, store: Store, fail_fast: bool, 
                     stale.unlink()
     results.attrs["failures"] = failures
     return results
+
+
+def _data_error(dataset: Dataset, e: Exception) -> str:
+    """In words: an offline download attempt becomes irgrid's staging hint instead of ir_datasets' traceback."""
+    if isinstance(e, OSError) and not isinstance(e, (FileNotFoundError, PermissionError)):
+        return (f"the queries/qrels of {dataset.name!r} are not staged and could not be downloaded "
+                f"({type(e).__name__}). Stage the collection on a connected machine with ir_datasets and copy its "
+                f"folder under IR_DATASETS_HOME ({settings.irds_home()}), or set IRGRID_IRDS_STAGED to a staged home; "
+                f"`irgrid run ... --dry-run` lists what is staged")
+    return f"{type(e).__name__}: {e}"
 
 
 RESULT_COLUMNS = ["dataset", "system", "measure", "value", "p_value", "p_value_corrected", "significant", "baseline"]
