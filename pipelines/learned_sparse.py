@@ -146,7 +146,7 @@ def bm25_query(index, ctx: QueryContext):
 def impact_entry(name: str, model: ModelRef, stage, query, params: dict, paper_name: str | None,
                  reference: str, options: dict | None = None, version: int = 1) -> Retriever:
     """One learned-sparse entry: stage (document weights) -> PISA impact index; query encoder -> quantized()."""
-    recipe = IndexRecipe(f"{name}-impact-pisa", build=build_impact_pisa, open=open_impact_pisa,
+    recipe = IndexRecipe(f"{name}-impact-pisa", build=build_impact_pisa, open=open_impact_pisa, isolate=True,
                          stage=DocStage(f"{name}-weights", make=stage, params=params, models={"encoder": model},
                                         version=version))
     return register(Retriever(

@@ -397,3 +397,22 @@ def test_unstaged_dataset_is_a_recorded_failure_with_the_staging_hint(tmp_path):
     assert [(f.dataset, f.retriever) for f in failures] == [("beir/nfcorpus/test", "bm25-pisa")]
     assert "not staged" in failures[0].error and "IRGRID_IRDS_STAGED" in failures[0].error
     assert set(results["dataset"]) == {"vaswani"}
+
+
+# -- 11. a full disk under the cache: the native builder's abort fails that index, named, the grid survives ------
+def test_full_disk_is_reported_in_words_and_the_grid_survives(tmp_path):
+    disk = tmp_path / "tiny"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("cannot mount a 2 MiB tmpfs here (needs root); the message is covered by the crash path")
+    try:
+        exp = tmp_path / "exp.yaml"
+        exp.write_text("name: d\ndatasets: [vaswani]\nretrievers: [bm25-pisa]\nmeasures: [AP]\n")
+        proc = _cli("run", str(exp), "--cache", str(disk / "cache"), "--out", str(tmp_path / "out"))
+        assert proc.returncode == 1, proc.stderr[-3000:]  # a recorded failure, not a dead process
+        failures = json.loads((tmp_path / "out" / "failures.json").read_text())
+        assert len(failures) == 1 and "crashed in native code" in failures[0]["error"]
+        assert "MiB free on the disk of the cache" in failures[0]["error"]
+        assert not list((disk / "cache").glob("indexes/*/*"))  # nothing half-built published
+    finally:
+        subprocess.run(["umount", str(disk)], capture_output=True)

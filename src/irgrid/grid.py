@@ -32,7 +32,7 @@ from irgrid.datasets import get as get_dataset
 from irgrid.experiment import ExperimentSpec
 from irgrid.experiment import load as load_experiment
 from irgrid.retrievers import BuildContext, IndexRecipe, QueryContext, Retriever
-from irgrid.store import Store
+from irgrid.store import CacheError, Store
 
 log = logging.getLogger("irgrid")
 
@@ -83,9 +83,58 @@ def ensure_index(recipe: IndexRecipe, dataset: Dataset, store: Store, model_map:
             recipe.build(ctx)
             tracked.check()  # a builder that swallowed a reading error never publishes a partial index
 
+        what = f"index {recipe.name} of {corpus.corpus}"
         with quiet_native(f"indexing {corpus.corpus} with {recipe.name}"):
-            store.build_index(recipe, dataset, build, docs=docs_count)
+            store.build_index(recipe, dataset, (lambda tmp: _isolated(build, tmp, what, store.root))
+                              if recipe.isolate else build, docs=docs_count)
     return path
+
+
+def _isolated(build, tmp: Path, what: str, cache: Path) -> None:
+    """Run `build(tmp)` in a forked child: a native abort or segfault fails this artifact with its name (and
+    the disk's state) instead of killing the grid; nothing is published, the next run builds it again."""
+    import signal
+
+    read, write = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # child: build, report an error as text, never return into the grid
+        code = 0
+        try:
+            os.close(read)
+            build(tmp)
+        except BaseException as e:
+            os.write(write, f"{type(e).__name__}\0{e}".encode("utf-8", "replace")[:60000])
+            code = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        message = f.read().decode("utf-8", "replace")
+    _, status = os.waitpid(pid, 0)
+    disk = _disk_note(cache)
+    if os.WIFSIGNALED(status):
+        name = signal.Signals(os.WTERMSIG(status)).name
+        raise CacheError(f"{what}: the builder crashed in native code ({name}){disk}; nothing was published, a "
+                         f"rerun builds it again (-v shows the builder's own output)")
+    if os.WEXITSTATUS(status) != 0:
+        kind, _, text = message.partition("\0")
+        if kind in ("InputError", "DatasetError", "CollectionError"):
+            raise DatasetError(text)
+        raise CacheError(f"{what}: {kind}: {text}{disk}")
+
+
+def _disk_note(path: Path) -> str:
+    """'; the cache's disk is full' when it (nearly) is: the usual cause of a native builder's abort."""
+    try:
+        free = shutil.disk_usage(path if path.exists() else path.parent).free
+    except OSError:
+        return f"; the cache folder {path} is gone (deleted while running?)"
+    return f"; only {free / 2**20:.1f} MiB free on the disk of the cache {path} (full?): free space or use another --cache" \
+        if free < 64 << 20 else ""
 
 
 class _TrackedDocs:

@@ -99,6 +99,9 @@ class IndexRecipe:
     # the builder can be split into encoding shards merged bit-for-bit (irgrid.sharding); not part of the key:
     # it says how an index may be built, not what it contains
     shardable: bool = False
+    # build in a forked child process: a native builder that aborts or segfaults (PISA on a full disk) then fails
+    # only this index, named, instead of killing the grid. Only for builders that use no JVM or GPU (fork-safe)
+    isolate: bool = False
 
     def all_models(self) -> dict[str, ModelRef]:
         out = dict(self.stage.models) if self.stage else {}
