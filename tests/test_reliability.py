@@ -416,3 +416,25 @@ def test_full_disk_is_reported_in_words_and_the_grid_survives(tmp_path):
         assert not list((disk / "cache").glob("indexes/*/*"))  # nothing half-built published
     finally:
         subprocess.run(["umount", str(disk)], capture_output=True)
+
+
+def test_second_grid_on_the_same_out_is_refused_at_once(slice_root, tmp_path):
+    from irgrid import locks
+
+    root = _copy_slice(slice_root, tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    with locks.hold(out / ".irgrid-out.lock", "test holder"):
+        proc = _cli("run", str(_yaml(root)), "--cache", str(tmp_path / "cache"), "--out", str(out))
+    assert proc.returncode == 2 and "is being written by another irgrid run" in proc.stderr, proc.stderr[-2000:]
+    assert not (tmp_path / "cache" / "runs").exists()
+
+
+def test_typo_in_a_collection_measures_fails_before_any_cell(slice_root, tmp_path):
+    root = _copy_slice(slice_root, tmp_path)
+    exp = _yaml(root)
+    exp.write_text(exp.read_text().replace("qrels: data/qrels.txt}", "qrels: data/qrels.txt, measures: [nDCG@ten]}")
+                   .replace("measures: [AP, nDCG@10]\n", ""))
+    proc = _cli("run", str(exp), "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and "'nDCG@ten' is not a measure" in proc.stderr, proc.stderr[-2000:]
+    assert not (tmp_path / "cache" / "runs").exists()
