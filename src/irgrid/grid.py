@@ -129,10 +129,12 @@ def _isolated(build, tmp: Path, what: str, cache: Path) -> None:
 
 def _disk_note(path: Path) -> str:
     """'; the cache's disk is full' when it (nearly) is: the usual cause of a native builder's abort."""
+    if not path.exists():
+        return f"; the cache folder {path} is gone (deleted while running?): rerun to rebuild it"
     try:
-        free = shutil.disk_usage(path if path.exists() else path.parent).free
+        free = shutil.disk_usage(path).free
     except OSError:
-        return f"; the cache folder {path} is gone (deleted while running?)"
+        return ""
     return f"; only {free / 2**20:.1f} MiB free on the disk of the cache {path} (full?): free space or use another --cache" \
         if free < 64 << 20 else ""
 
