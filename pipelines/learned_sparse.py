@@ -209,7 +209,8 @@ def build(spec: SparseSpec, options) -> Retriever:
         recipe = IndexRecipe(f"{spec.name}-lucene", build=build_lucene, open=open_lucene, stage=stage)
         extra = "lucene"
     else:
-        recipe = IndexRecipe(f"{spec.name}-impact-pisa", build=build_impact_pisa, open=open_impact_pisa, stage=stage)
+        recipe = IndexRecipe(f"{spec.name}-impact-pisa", build=build_impact_pisa, open=open_impact_pisa,
+                             stage=stage, isolate=True)  # native builder: a crash fails this index by name
         extra = "splade"
     return Retriever(
         name=spec.name, family="sparse", architecture="learned", index=recipe, query=QUERIES[spec.kind],

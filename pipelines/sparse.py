@@ -40,7 +40,8 @@ def bm25_query(index, ctx: QueryContext):
 LUCENE_FLAT = IndexRecipe("lucene-flat", build=build_lucene, open=open_lucene)
 # PISA's own pipeline: Porter2 stemming and Terrier's stopword list.
 PISA_PORTER2 = IndexRecipe(
-    "pisa-porter2", build=build_pisa, open=open_pisa, params={"stemmer": "porter2", "stops": "terrier"}
+    "pisa-porter2", build=build_pisa, open=open_pisa, params={"stemmer": "porter2", "stops": "terrier"},
+    isolate=True,
 )
 BM25_OPTIONS = {"k1": 0.9, "b": 0.4, "num_results": 1000}
 

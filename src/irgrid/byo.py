@@ -56,6 +56,51 @@ def _format(path: Path, given: Any, table: dict[str, str], role: str, where: str
     return fmt
 
 
+SCAN_DOCS_BYTES = 512 << 20  # docs files up to this size are read through at load (ids, format, encoding)
+
+
+def _validate(paths: dict[str, Path], docs_format: str, topics_format: str, hashes: dict[str, str],
+              where: str) -> None:
+    """Check the files at the edge, before any cell runs: each error names the file and line. Qrels that match
+    no query or no document are warned about (they score zero, silently, otherwise)."""
+    import logging
+
+    from irgrid import loaders
+
+    log = logging.getLogger("irgrid")
+    try:
+        if paths["docs"].stat().st_size == 0:
+            raise loaders.InputError(f"{paths['docs']}: the docs file is empty (0 bytes)")
+        if topics_format == "tsv":
+            qids = {q for q, _ in loaders.read_tsv_topics(paths["topics"])}
+        else:
+            qids = {q.query_id for q in loaders.VerifiedTrecQueries(paths["topics"], hashes["topics"]).queries_iter()}
+            if not qids:
+                raise loaders.InputError(f"{paths['topics']}: no topics found (expected <top><num>...<title>...)")
+        qrels = loaders.read_trec_qrels(paths["qrels"])
+        docnos = None
+        if paths["docs"].stat().st_size <= SCAN_DOCS_BYTES:
+            docnos = {d.doc_id for d in loaders.VerifiedDocs(paths["docs"], docs_format, hashes["docs"]).docs_iter()}
+    except (loaders.InputError, ValueError) as e:
+        raise CollectionError(f"{where}: {e}") from None
+    judged = {q for q, _, _ in qrels}
+    if not judged & qids:
+        raise CollectionError(f"{where}: no query id of {paths['qrels']} occurs in {paths['topics']} (e.g. "
+                              f"{sorted(judged)[:3]} vs {sorted(qids)[:3]}); every score would be 0")
+    if docnos is not None:
+        relevant = {d for _, d, label in qrels if label > 0}
+        if relevant and not relevant & docnos:
+            log.warning("%s: no relevant document of %s is in %s (e.g. %s); every score will be 0", where,
+                        paths["qrels"], paths["docs"], sorted(relevant)[:3])
+        elif relevant - docnos:
+            log.warning("%s: %d of %d relevant documents in %s are not in %s", where, len(relevant - docnos),
+                        len(relevant), paths["qrels"].name, paths["docs"].name)
+    unjudged = qids - judged
+    if unjudged:
+        log.warning("%s: %d of %d queries have no judgements in %s (they are not evaluated)", where, len(unjudged),
+                    len(qids), paths["qrels"].name)
+
+
 def register(item: Any, base: Path, where: str) -> ds_mod.Dataset:
     """Validate one `collections:` entry and register it in the dataset catalog (idempotent for equal files)."""
     if not isinstance(item, dict):
@@ -84,12 +129,14 @@ def register(item: Any, base: Path, where: str) -> ds_mod.Dataset:
         raise CollectionError(f"{where}: fields {bad} are not document fields; use title and/or text")
     measures = tuple(str(m) for m in (item.get("measures") or ("nDCG@10",)))
     hashes = {role: _sha256(path) for role, path in paths.items()}
+    _validate(paths, docs_format, topics_format, hashes, where)
     corpus = f"{name}@{hashes['docs'][:12]}"
 
     def loader() -> Any:
         from irgrid import loaders
 
-        return loaders.local_collection(paths["docs"], docs_format, paths["topics"], topics_format, paths["qrels"])
+        return loaders.local_collection(paths["docs"], docs_format, paths["topics"], topics_format, paths["qrels"],
+                                        hashes=hashes)
 
     loader.__qualname__ = f"byo_loader_{name}"
     query_field = item.get("query_field") or ("text" if topics_format == "tsv" else "title")

@@ -129,6 +129,9 @@ def cmd_resolve(args) -> int:
 def cmd_run(args) -> int:
     import os
 
+    if args.cache and os.path.exists(args.cache) and not os.path.isdir(args.cache):
+        print(f"irgrid: error: --cache {args.cache} is a file, not a folder; give a folder path", file=sys.stderr)
+        return 2
     if args.cache:
         os.environ["IRGRID_CACHE"] = args.cache
         if os.environ.get("IRGRID_IRDS_HOME_DEFAULTED") == "1" and "ir_datasets" not in sys.modules:
@@ -137,6 +140,7 @@ def cmd_run(args) -> int:
         os.environ["IRGRID_TINY_MODELS"] = "1"
     from irgrid import settings
 
+    settings.device()  # IRGRID_DEVICE checked once, before any work
     if settings.tiny_models():
         print("irgrid: TINY-MODEL MODE: every checkpoint with a declared architecture is a tiny random-weight model;"
               " these numbers check wiring only and are not results", file=sys.stderr)
@@ -188,12 +192,23 @@ def cmd_status(args) -> int:
 
 
 def cmd_report(args) -> int:
+    from irgrid.report import verify_outputs
     from irgrid.reports import write_report
+
+    verify_outputs(args.out)  # incomplete or mixed folders are refused, naming the file
 
     written = write_report(args.out, to=args.to, n_resamples=args.bootstrap, seed=args.seed,
                            fraction=args.fraction, reference=args.reference)
     folder = written[0].parent if written else args.to
     print(f"wrote {len(written)} files to {folder} (report.md, report.html, report.tex, tables, figures, CSVs)")
+    import json
+    from pathlib import Path
+
+    failed = [f for f in json.loads((Path(args.out) / "failures.json").read_text() or "[]")
+              if f.get("retriever") not in (None, "*")] if (Path(args.out) / "failures.json").exists() else []
+    for f in failed:  # a failed cell is not an absent one: say so beside the tables
+        print(f"note: {f['retriever']} on {f['dataset']} FAILED in this grid ({f['error'].splitlines()[0]}); it is "
+              f"missing from the tables (details in failures.json)", file=sys.stderr)
     return 0
 
 
@@ -356,17 +371,53 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", help="cache folder (default IRGRID_CACHE or ~/.cache/irgrid)")
     p.set_defaults(func=cmd_qa)
     args = parser.parse_args(argv)
+    if args.verbose:  # libraries' own output (PISA, JVM, ir_datasets INFO) and tracebacks
+        import os
+
+        os.environ["IRGRID_VERBOSE"] = "1"
+    else:
+        logging.getLogger("ir_datasets").setLevel(logging.WARNING)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("irgrid").setLevel(logging.INFO if args.verbose or args.command == "run" else logging.WARNING)
+    return _run_reporting_errors(args)
+
+
+def _run_reporting_errors(args) -> int:
+    """User errors and environment faults end in one `irgrid: error:` line (the traceback only with -v)."""
+    import errno
+    import traceback
+
+    from irgrid.datasets import DatasetError
     from irgrid.executors import ExecutorError
     from irgrid.experiment import ExperimentError
+    from irgrid.locks import LockTimeout
     from irgrid.models import ModelUnavailableError
+    from irgrid.report import OutputError
+    from irgrid.settings import SettingsError
+    from irgrid.store import CacheError
+
+    def fail(message: str) -> int:
+        if args.verbose:
+            traceback.print_exc()
+        print(f"irgrid: error: {message}", file=sys.stderr)
+        return 2
 
     try:
         return args.func(args)
-    except (ExperimentError, UnknownNameError, ModelUnavailableError, ExecutorError) as e:
-        print(f"irgrid: error: {e}", file=sys.stderr)
-        return 2
+    except (ExperimentError, UnknownNameError, ModelUnavailableError, ExecutorError, DatasetError, OutputError,
+            CacheError, LockTimeout, SettingsError) as e:
+        return fail(str(e))
+    except OSError as e:
+        where = f" ({e.filename})" if e.filename else ""
+        if e.errno == errno.ENOSPC:
+            return fail(f"no space left on the device{where}: free space or point --cache / --out elsewhere; "
+                        f"nothing half-written is ever reused, rerun to continue")
+        if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            return fail(f"not allowed to write{where}: {e.strerror}; choose a writable --cache / --out")
+        if e.errno == errno.ENOENT:
+            return fail(f"{e.strerror}{where}: was the cache or output folder deleted while irgrid ran? "
+                        f"Rerun; everything finished before is reused")
+        raise
 
 
 if __name__ == "__main__":

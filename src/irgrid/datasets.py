@@ -383,15 +383,95 @@ def ensure_irds_home() -> Path:
     return home
 
 
+STAGED_MANIFEST = ".irgrid-staged.json"
+
+
 def _seed(src: Path, dst: Path) -> None:
+    """Copy the staged home into the writable one, keyed by content: a staged file whose bytes changed since it
+    was copied is copied again, and files ir_datasets derived beside the old copy (docstores) are removed.
+    `staged_fingerprint` turns the recorded hashes into cache keys, so indexes and runs follow the data."""
+    import hashlib
+    import json
+
+    manifest_path = dst / STAGED_MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, ValueError):
+        manifest = {}
+    changed_dirs: set[Path] = set()
+    staged: set[str] = set()
     for path in src.rglob("*"):
-        if path.is_file():
-            target = dst / path.relative_to(src)
-            if not target.exists():
-                target.parent.mkdir(parents=True, exist_ok=True)
-                tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-                shutil.copyfile(path, tmp)
-                os.replace(tmp, target)
+        if not path.is_file():
+            continue
+        rel = str(path.relative_to(src))
+        staged.add(rel)
+        st = path.stat()
+        target = dst / rel
+        old = manifest.get(rel)
+        if old and old[:2] == [st.st_size, st.st_mtime_ns] and target.exists():
+            continue  # unchanged since it was hashed and copied
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        sha = digest.hexdigest()[:16]
+        if not (old and old[2] == sha and target.exists()):
+            if target.exists():
+                changed_dirs.add(target.parent)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+            shutil.copyfile(path, tmp)
+            os.replace(tmp, target)
+        manifest[rel] = [st.st_size, st.st_mtime_ns, sha]
+    for folder in changed_dirs:  # what ir_datasets built from the old copy is stale
+        for derived in folder.iterdir():
+            if derived.is_file() and str(derived.relative_to(dst)) not in staged and derived.name != STAGED_MANIFEST:
+                derived.unlink()
+            elif derived.is_dir() and not any(r.startswith(str(derived.relative_to(dst)) + "/") for r in staged):
+                shutil.rmtree(derived, ignore_errors=True)
+    dst.mkdir(parents=True, exist_ok=True)
+    tmp = manifest_path.with_name(f".{manifest_path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    os.replace(tmp, manifest_path)
+
+
+def staged_fingerprint(irds_id: str) -> str | None:
+    """A hash of the staged files under this id's folder (None when nothing is staged for it): part of cache
+    keys, so changed staged data never reuses an index or a run of the old data."""
+    import json
+
+    if settings.staged_irds_home() is None:
+        return None
+    try:
+        path = ensure_irds_home() / STAGED_MANIFEST
+        stamp = (str(path), path.stat().st_mtime_ns, irds_id)
+        if stamp in _FINGERPRINTS:
+            return _FINGERPRINTS[stamp]
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError, DatasetError):
+        return None
+    _FINGERPRINTS[stamp] = _fingerprint(manifest, irds_id)
+    return _FINGERPRINTS[stamp]
+
+
+_FINGERPRINTS: dict[tuple[str, int, str], str | None] = {}
+
+
+def _fingerprint(manifest: dict, irds_id: str) -> str | None:
+    import hashlib
+    import json
+
+    parts = irds_id.split("/")
+    prefix = None
+    for i in range(len(parts), 0, -1):  # the deepest staged folder of the id (beir/scifact for beir/scifact/test)
+        candidate = "/".join(parts[:i]) + "/"
+        if any(rel.startswith(candidate) for rel in manifest):
+            prefix = candidate
+            break
+    if prefix is None:
+        return None
+    entries = sorted((rel, v[2]) for rel, v in manifest.items() if rel.startswith(prefix))
+    return hashlib.sha256(json.dumps(entries).encode()).hexdigest()[:12]
 
 
 def catalog() -> list[Dataset]:

@@ -85,6 +85,9 @@ def _dataset(item: Any, where: str, lookup, source: str) -> ds_mod.Dataset:
         if "queries" not in item:
             return ds
         n = _non_negative_int(item["queries"], f"{source}: {where}: queries")
+        if n == 0:
+            raise ExperimentError(f"{source}: {where}: queries: 0 selects no query; give a number >= 1 or leave "
+                                  f"'queries' out for all of them")
         return ds.with_sample(n, _non_negative_int(item.get("seed", 0), f"{source}: {where}: seed"))
     return lookup(ds_mod.get, str(item), where)
 
@@ -105,17 +108,17 @@ def _non_negative_int(value: Any, where: str) -> int:
 
 
 def load(path: str | Path) -> ExperimentSpec:
-    import yaml
+    from irgrid import yamlsafe
 
     path = Path(path)
     if not path.exists():
         raise ExperimentError(f"experiment file {path} does not exist")
+    if not path.is_file():
+        raise ExperimentError(f"experiment file {path} is not a file")
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise ExperimentError(f"{path}{at}: not valid YAML: {getattr(e, 'problem', e)}") from None
+        data = yamlsafe.load_file(path)
+    except yamlsafe.YamlError as e:
+        raise ExperimentError(str(e)) from None
     return from_dict(data, source=str(path))
 
 
@@ -151,6 +154,12 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
             raise ExperimentError(str(e)) from None
     datasets = [_dataset(d, f"datasets[{i}]", lookup, source) for i, d in enumerate(data["datasets"])]
     default_profile = _profile_name(data.get("profile", DEFAULT_PROFILE), f"{source}: profile: ")
+    seen_ds: dict[str, int] = {}
+    for i, d in enumerate(datasets):
+        if d.name in seen_ds:
+            raise ExperimentError(f"{source}: datasets[{i}]: {d.name!r} is already datasets[{seen_ds[d.name]}]; "
+                                  f"list each dataset once")
+        seen_ds[d.name] = i
     retrievers: list[r_mod.Retriever] = []
     pipelines: dict[int, tuple[str, str, str]] = {}  # {as, pipeline} items: compiled once all names are known
     for i, item in enumerate(data["retrievers"]):
@@ -188,6 +197,10 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
             raise ExperimentError(str(e)) from None
         for i, (name, _, _) in pipelines.items():
             retrievers[i] = compiled[name]
+    for i, r in enumerate(retrievers):
+        problem = r_mod.check_options(r)
+        if problem:
+            raise ExperimentError(f"{source}: retrievers[{i}] ({r.name}): {problem}")
     names = [r.name for r in retrievers]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

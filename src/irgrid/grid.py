@@ -7,6 +7,7 @@ the evaluation, paired tests and multiple-testing correction.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -25,14 +26,14 @@ import pandas as pd
 from irgrid import measures as measures_mod
 from irgrid import models as models_mod
 from irgrid import settings
-from irgrid._util import write_text_atomic
-from irgrid.datasets import Dataset
+from irgrid._util import progress_stream, quiet_native, write_text_atomic
+from irgrid.datasets import Dataset, DatasetError
 from irgrid.datasets import get as get_dataset
 from irgrid.doc_fields import fielded_docs
 from irgrid.experiment import ExperimentSpec
 from irgrid.experiment import load as load_experiment
 from irgrid.retrievers import BuildContext, IndexRecipe, QueryContext, Retriever
-from irgrid.store import Store
+from irgrid.store import CacheError, Store
 
 log = logging.getLogger("irgrid")
 
@@ -51,40 +52,143 @@ def open_index(retriever: Retriever, dataset: Dataset, store: Store, model_map: 
 
 
 def ensure_index(recipe: IndexRecipe, dataset: Dataset, store: Store, model_map: dict[str, str] | None = None) -> Path:
-    """The recipe's index of this dataset's corpus, built unless it exists. Under the index's lock: concurrent
-    jobs (a cluster sharing the cache) never build it twice; a job that waited reuses what the holder built."""
+    """The recipe's index of this dataset's corpus, built unless a verified one exists. Under the index's lock:
+    concurrent jobs (a cluster sharing the cache) never build it twice; a job that waited reuses what the holder
+    built. A folder that fails verification (missing marker, a truncated or altered file) is moved aside."""
     path = store.index_dir(recipe, dataset)
-    if store.index_ready(recipe, dataset):
+    if store.index_problem(path) is None:
         return path
     corpus = dataset.corpus_dataset()
     with store.lock(path, f"index {recipe.name} of {corpus.corpus}"):
-        if store.index_ready(recipe, dataset):  # built by another job while we waited
+        problem = store.index_problem(path)
+        if problem is None:  # built by another job while we waited
             return path
+        if problem != "missing":
+            store.quarantine(path, problem)
         store.remove_leftovers(path)
         resolved = resolve_models(recipe.models, model_map)
         log.info("indexing %s with %s -> %s", corpus.corpus, recipe.name, path)
 
         docs_count = corpus.docs_count()
+        if docs_count == 0:
+            raise DatasetError(f"{corpus.corpus}: the corpus has no documents; nothing to index")
         docs = corpus.docs
         if recipe.stage is not None:
             docs = _stage_docs(recipe.stage, dataset, store, docs, docs_count, model_map)
 
+        tracked = _TrackedDocs(docs, f"{corpus.corpus}", docs_count, f"indexing {corpus.corpus} ({recipe.name})")
+
         def build(tmp: Path) -> None:
-            ctx = BuildContext(path=tmp, params=recipe.params, models=resolved, docs=docs,
+            ctx = BuildContext(path=tmp, params=recipe.params, models=resolved, docs=tracked,
                                docs_count=docs_count, device=settings.device(),
                                fielded=None if recipe.stage is not None else lambda: fielded_docs(corpus))
             recipe.build(ctx)
+            tracked.check()  # a builder that swallowed a reading error never publishes a partial index
 
-        store.build_index(recipe, dataset, build, docs=docs_count)
+        what = f"index {recipe.name} of {corpus.corpus}"
+        with quiet_native(f"indexing {corpus.corpus} with {recipe.name}"):
+            store.build_index(recipe, dataset, (lambda tmp: _isolated(build, tmp, what, store.root))
+                              if recipe.isolate else build, docs=docs_count)
     return path
 
 
-def _stage_docs(stage, dataset: Dataset, store: Store, docs, docs_count: int, model_map):
-    """Run a document stage once per corpus (cached as JSON lines) and return a reader of its output."""
-    path = store.stage_path(stage, dataset)
+def _isolated(build, tmp: Path, what: str, cache: Path) -> None:
+    """Run `build(tmp)` in a forked child: a native abort or segfault fails this artifact with its name (and
+    the disk's state) instead of killing the grid; nothing is published, the next run builds it again."""
+    import signal
+
+    read, write = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # child: build, report an error as text, never return into the grid
+        code = 0
+        try:
+            os.close(read)
+            build(tmp)
+        except BaseException as e:
+            os.write(write, f"{type(e).__name__}\0{e}".encode("utf-8", "replace")[:60000])
+            code = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        message = f.read().decode("utf-8", "replace")
+    _, status = os.waitpid(pid, 0)
+    disk = _disk_note(cache)
+    if os.WIFSIGNALED(status):
+        name = signal.Signals(os.WTERMSIG(status)).name
+        raise CacheError(f"{what}: the builder crashed in native code ({name}){disk}; nothing was published, a "
+                         f"rerun builds it again (-v shows the builder's own output)")
+    if os.WEXITSTATUS(status) != 0:
+        kind, _, text = message.partition("\0")
+        if kind in ("InputError", "DatasetError", "CollectionError"):
+            raise DatasetError(text)
+        raise CacheError(f"{what}: {kind}: {text}{disk}")
+
+
+def _disk_note(path: Path) -> str:
+    """'; the cache's disk is full' when it (nearly) is: the usual cause of a native builder's abort."""
     if not path.exists():
+        return f"; the cache folder {path} is gone (deleted while running?): rerun to rebuild it"
+    try:
+        free = shutil.disk_usage(path).free
+    except OSError:
+        return ""
+    return f"; only {free / 2**20:.1f} MiB free on the disk of the cache {path} (full?): free space or use another --cache" \
+        if free < 64 << 20 else ""
+
+
+class _TrackedDocs:
+    """The documents as a builder sees them, remembering whether the last pass ended, failed or saw nothing.
+
+    Some native builders (PISA) read the iterator in another thread and swallow its exceptions, then publish
+    an empty or partial index that aborts the process when queried; `check()` re-raises the reading error."""
+
+    def __init__(self, docs, corpus: str, total: int | None = None, desc: str = ""):
+        self._docs, self._corpus, self._total, self._desc = docs, corpus, total, desc
+        self.error: BaseException | None = None
+        self.count = 0
+        self.finished = False
+
+    def __call__(self):
+        """One progress bar per pass, in documents, with rate and ETA (the builder's own bars are silenced)."""
+        from tqdm.auto import tqdm
+
+        self.error, self.count, self.finished = None, 0, False
+        stream = progress_stream()
+        bar = tqdm(total=self._total or None, desc=self._desc or self._corpus, unit="doc", unit_scale=True,
+                   file=stream, mininterval=0.5 if stream.isatty() else 30, disable=not self._desc, leave=False)
+        try:
+            for doc in self._docs():
+                self.count += 1
+                bar.update()
+                yield doc
+        except BaseException as e:
+            self.error = e
+            raise
+        finally:
+            bar.close()
+        self.finished = True
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+        if self.count == 0:
+            raise DatasetError(f"{self._corpus}: the corpus has no documents; nothing to index")
+
+
+def _stage_docs(stage, dataset: Dataset, store: Store, docs, docs_count: int, model_map):
+    """Run a document stage once per corpus (cached as JSON lines with a manifest) and return a reader."""
+    path = store.stage_path(stage, dataset)
+    if store.stage_problem(path) is not None:
         with store.lock(path, f"document stage {stage.name} of {dataset.corpus}"):
-            if not path.exists():  # another job may have written it while we waited
+            problem = store.stage_problem(path)  # another job may have written it while we waited
+            if problem is not None:
+                if problem != "missing":
+                    store.quarantine(path, problem)
                 _write_stage(stage, dataset, store, docs, docs_count, model_map, path)
     return lambda: store.read_stage(path)
 
@@ -98,11 +202,15 @@ def _write_stage(stage, dataset: Dataset, store: Store, docs, docs_count: int, m
                        docs=docs, docs_count=docs_count, device=settings.device())
     transformer = stage.make(ctx)
 
-    def records():
-        for chunk in more_itertools.chunked(docs(), 1024):  # streamed: corpora need not fit in memory
-            yield from pd.DataFrame(chunk).pipe(transformer.transform).to_dict("records")
+    tracked = _TrackedDocs(docs, dataset.corpus, docs_count, f"document stage {stage.name} on {dataset.corpus}")
 
-    store.write_stage(stage, dataset, records())
+    def records():
+        for chunk in more_itertools.chunked(tracked(), 1024):  # streamed: corpora need not fit in memory
+            yield from pd.DataFrame(chunk).pipe(transformer.transform).to_dict("records")
+        tracked.check()
+
+    with quiet_native(f"document stage {stage.name} on {dataset.corpus}"):
+        store.write_stage(stage, dataset, records())
 
 
 def build_pipeline(retriever: Retriever, dataset: str | Dataset | None = None, store: Store | None = None,
@@ -115,10 +223,22 @@ def build_pipeline(retriever: Retriever, dataset: str | Dataset | None = None, s
     compose = getattr(retriever, "compose", None)
     if compose is not None:  # a pipeline expression (irgrid.expressions): built from its parts' stored cells
         return compose(dataset, store, model_map)
-    artifact = open_index(retriever, dataset, store, model_map)
     ctx = QueryContext(options=retriever.options, models=resolve_models(retriever.models, model_map),
                        device=settings.device())
-    pipeline = retriever.query(artifact, ctx)
+    if retriever.index is None:
+        pipeline = retriever.query(None, ctx)
+    else:
+        ensure_index(retriever.index, dataset, store, model_map)
+        folder = store.index_dir(retriever.index, dataset)
+        # Some backends write into the published index when first queried with new parameters (PISA's
+        # per-parameter `bm25.k1-...` files): opening and building the query side happen under the index's
+        # lock, leftovers of a killed writer are deleted first and new files recorded in its manifest.
+        with store.lock(folder, f"index {retriever.index.name} of {dataset.corpus} (query-time files)"):
+            store.clean_lazy(folder)
+            recipe = retriever.index
+            artifact = recipe.open(folder, recipe.params, resolve_models(recipe.models, model_map))
+            pipeline = retriever.query(artifact, ctx)
+            store.record_lazy(folder)
     if dataset.drop_self_matches:
         from irgrid.transforms import DropSelfMatches
 
@@ -189,7 +309,7 @@ def run_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store
         return Cell(retriever, dataset, loaded[0], loaded[1], cached=True)
     # one job computes a cell at a time (two grids submitted on one shared cache never compute it twice)
     with store.lock(store.run_path(retriever, dataset), f"run {retriever.name} on {dataset.name}"):
-        loaded = store.load_run(retriever, dataset)
+        loaded = store.load_run(retriever, dataset, repair=True)  # a damaged run is named, moved aside, redone
         if loaded is not None:
             return Cell(retriever, dataset, loaded[0], loaded[1], cached=True)
         store.remove_leftovers(store.run_path(retriever, dataset))
@@ -199,6 +319,12 @@ def run_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store
 
 def _compute_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store: Store,
                   model_map: dict[str, str] | None, latency_sample: int) -> Cell:
+    with quiet_native(f"{retriever.name} on {dataset.name}"):  # JVM warnings, PISA's per-parameter percentages
+        return _timed_cell(retriever, dataset, topics, store, model_map, latency_sample)
+
+
+def _timed_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store: Store,
+                model_map: dict[str, str] | None, latency_sample: int) -> Cell:
     start = time.perf_counter()
     pipeline = build_pipeline(retriever, dataset, store, model_map)
     load_seconds = time.perf_counter() - start
@@ -256,8 +382,10 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
     # pt.Experiment, split by query unit (per query / per base query) so our grouped measures mix with
     # standard ones; a baseline excludes perquery output in pt.Experiment, hence a second (evaluation-only) call
     measures = spec.measures_for(dataset)
+    # without its baseline (a failed cell) a dataset gets no tests: the failure is recorded by the caller
     agg = measures_mod.experiment(frames, topics, qrels, measures, names=names, baseline=baseline,
-                                  test=spec.test, correction=spec.correction, verbose=False)
+                                  test=spec.test, correction=spec.correction if baseline is not None else None,
+                                  verbose=False)
     perq = measures_mod.experiment(frames, topics, qrels, measures, names=names, perquery=True, verbose=False)
     rows = []
     for _, row in agg.iterrows():
@@ -302,12 +430,53 @@ def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store:
     logs in `out`), and this process evaluates the stored runs once all jobs finished. `resume` resubmits only
     what is missing from an earlier submission to `out` (finished cells are never recomputed in any case).
     """
+    spec = spec if isinstance(spec, ExperimentSpec) else load_experiment(spec)
+    store = store or Store()
+    if out is None:
+        preflight(spec, store)
+        return _run(spec, None, store, fail_fast, executor, resume)
+    out = Path(out)
+    check_out(out)
+    preflight(spec, store)
+    with _out_lock(out):
+        return _run(spec, out, store, fail_fast, executor, resume)
+
+
+OUT_LOCK = ".irgrid-out.lock"
+
+
+def check_out(out: Path) -> None:
+    """--out must be a writable folder (or creatable): found before any cell runs, not after the last."""
+    from irgrid.report import OutputError
+
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"--out {out} is a file, not a folder; give a folder path")
+    probe_dir = out if out.exists() else next((p for p in out.parents if p.exists()), Path("/"))
+    if not os.access(probe_dir, os.W_OK | os.X_OK):
+        raise OutputError(f"--out {out}: {probe_dir} is not writable; choose a folder you can write to")
+
+
+@contextlib.contextmanager
+def _out_lock(out: Path):
+    """One grid writes an output folder at a time (a second one is refused at once, naming the holder)."""
+    from irgrid import locks
+    from irgrid.report import OutputError
+
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        with locks.hold(out / OUT_LOCK, f"output folder {out}", timeout=0):
+            yield
+    except locks.LockTimeout:
+        holder = locks._holder(out / OUT_LOCK) or "another process"
+        raise OutputError(f"--out {out} is being written by another irgrid run ({holder}); wait for it or choose "
+                          f"another --out") from None
+
+
+def _run(spec: ExperimentSpec, out: Path | None, store: Store, fail_fast: bool, executor: Any,
+         resume: bool) -> pd.DataFrame:
     from irgrid import executors as executors_mod
     from irgrid import report
 
-    spec = spec if isinstance(spec, ExperimentSpec) else load_experiment(spec)
-    store = store or Store()
-    preflight(spec, store)
     ex = executor if isinstance(executor, executors_mod.Executor) else executors_mod.make(executor)
     remote: dict[tuple[str, str], Failure] | None = None
     if not ex.in_process:
@@ -324,7 +493,17 @@ def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store:
     unknown = {k for k, p in plan_rows.items() if not p["run_cached"] and p["est_seconds"] is None}
     total_cells, done = len(plan_rows), 0
     for dataset in spec.datasets:
-        topics, qrels = dataset.topics(), dataset.qrels()
+        try:
+            topics, qrels = dataset.topics(), dataset.qrels()
+        except Exception as e:  # data not staged (a download attempt offline), unreadable files: every cell fails
+            if fail_fast:
+                raise
+            error = _data_error(dataset, e)
+            log.error("%s: %s; its %d cell(s) are skipped", dataset.name, error, len(spec.retrievers))
+            failures.extend(Failure(dataset.name, r.name, error, traceback.format_exc()) for r in spec.retrievers)
+            done += len(spec.retrievers)
+            cells_by_dataset[dataset.name] = []
+            continue
         cells = []
         for retriever in spec.retrievers:
             done += 1
@@ -357,6 +536,10 @@ def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store:
                      dataset.name, "cached" if cell.cached else "computed", took, eta)
             cells.append(cell)
         cells_by_dataset[dataset.name] = cells
+        failed_here = {f.retriever for f in failures if f.dataset == dataset.name}
+        if spec.baseline in failed_here and cells:
+            failures.append(Failure(dataset.name, spec.baseline, f"baseline {spec.baseline} failed on {dataset.name}: "
+                                    f"significance tests skipped for this dataset (values are still reported)", ""))
         if cells:
             dataset_rows, dataset_perq = _experiment_rows(spec, dataset, cells, topics, qrels)
             rows.extend(dataset_rows)
@@ -373,14 +556,30 @@ def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store:
     if out is not None:
         out = Path(out)
         perq = pd.concat(perquery, ignore_index=True) if perquery else pd.DataFrame()
-        report.write_outputs(spec, results, perq, cells_by_dataset, store, out)
-        write_text_atomic(out / "failures.json", json.dumps([f.__dict__ for f in failures], indent=2))
-        for dataset in spec.datasets:
-            for cell in cells_by_dataset[dataset.name]:
-                target = out / "runs" / dataset.slug / f"{cell.retriever.name}.res.gz"
-                _copy_atomic(store.run_path(cell.retriever, dataset), target)
+        with report.writing(out):  # one unit: a kill part-way leaves a folder `irgrid report` refuses
+            report.write_outputs(spec, results, perq, cells_by_dataset, store, out)
+            write_text_atomic(out / "failures.json", json.dumps([f.__dict__ for f in failures], indent=2))
+            wanted = set()
+            for dataset in spec.datasets:
+                for cell in cells_by_dataset[dataset.name]:
+                    target = out / "runs" / dataset.slug / f"{cell.retriever.name}.res.gz"
+                    _copy_atomic(store.run_path(cell.retriever, dataset), target)
+                    wanted.add(target)
+            for stale in (out / "runs").glob("*/*.res.gz"):  # runs of an earlier experiment in this folder
+                if stale not in wanted:
+                    stale.unlink()
     results.attrs["failures"] = failures
     return results
+
+
+def _data_error(dataset: Dataset, e: Exception) -> str:
+    """In words: an offline download attempt becomes irgrid's staging hint instead of ir_datasets' traceback."""
+    if isinstance(e, OSError) and not isinstance(e, (FileNotFoundError, PermissionError)):
+        return (f"the queries/qrels of {dataset.name!r} are not staged and could not be downloaded "
+                f"({type(e).__name__}). Stage the collection on a connected machine with ir_datasets and copy its "
+                f"folder under IR_DATASETS_HOME ({settings.irds_home()}), or set IRGRID_IRDS_STAGED to a staged home; "
+                f"`irgrid run ... --dry-run` lists what is staged")
+    return f"{type(e).__name__}: {e}"
 
 
 RESULT_COLUMNS = ["dataset", "system", "measure", "value", "p_value", "p_value_corrected", "significant", "baseline"]
@@ -423,14 +622,26 @@ def plan(spec: ExperimentSpec, store: Store) -> list[dict[str, Any]]:
 def _measured_throughputs(store: Store) -> tuple[dict[str, float], dict[str, float]]:
     index_rate: dict[str, float] = {}
     for marker in (store.root / "indexes").glob("*/*/irgrid-index.json"):
-        meta = json.loads(marker.read_text())
-        if meta.get("docs") and meta.get("seconds"):
+        meta = _read_json(marker)
+        if meta and meta.get("docs") and meta.get("seconds"):
             index_rate[meta["recipe"]["name"]] = meta["docs"] / max(meta["seconds"], 1e-6)
     query_ms: dict[str, float] = {}
     for meta_path in (store.root / "runs").glob("*/*.json"):
-        meta = json.loads(meta_path.read_text())
-        query_ms[meta["retriever"]] = meta.get("ms_per_query", 0.0)
+        meta = _read_json(meta_path)
+        if meta and "retriever" in meta:
+            query_ms[meta["retriever"]] = meta.get("ms_per_query", 0.0)
     return index_rate, query_ms
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    """A cache metadata file for estimates only: an unreadable one is named and skipped (the cell that owns it
+    verifies, moves aside and recomputes it when it runs)."""
+    try:
+        data = json.loads(path.read_text())
+        return data if isinstance(data, dict) else None
+    except (OSError, ValueError) as e:
+        log.warning("cache: %s is unreadable (%s); ignored for estimates, its cell recomputes it", path, e)
+        return None
 
 
 def _estimate(retriever: Retriever, dataset: Dataset, index_cached: bool, index_rate, query_ms) -> float | None:
@@ -447,8 +658,10 @@ def _estimate(retriever: Retriever, dataset: Dataset, index_cached: bool, index_
 
 
 def preflight(spec: ExperimentSpec, store: Store) -> None:
-    """Fail before computing anything when a model that an uncached cell needs cannot be resolved."""
+    """Fail before computing anything when a model that an uncached cell needs cannot be resolved, or a
+    dataset's own measures do not parse."""
     for dataset in spec.datasets:
+        spec.measures_for(dataset)
         for retriever in spec.retrievers:
             if not store.has_run(retriever, dataset):
                 resolve_models(retriever.all_models(), spec.models)

@@ -27,9 +27,7 @@ from ir_datasets.formats import (
     BaseQueries,
     GenericDoc,
     TrecQrel,
-    TrecQrels,
     TrecQueries,
-    TsvQueries,
 )
 from ir_datasets.util import LocalDownload
 
@@ -62,8 +60,8 @@ def _require(path: Path, what: str, how: str) -> Path:
 
 def _open_text(path: Path) -> io.TextIOBase:
     if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return path.open(encoding="utf-8")
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig")
+    return path.open(encoding="utf-8-sig")  # a byte-order mark is not part of the first id
 
 
 def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
@@ -243,13 +241,179 @@ def followir(root: Path, name: str) -> IrdsDataset:
                        FollowIRQrels(root, hint))
 
 
-def local_collection(docs: Path, docs_format: str, topics: Path, topics_format: str,
-                     qrels: Path) -> IrdsDataset:
-    """A bring-your-own collection from local files (formats: docs jsonl|tsv, topics tsv|trec, qrels trec)."""
-    docs_part = LocalDocs(docs, docs_format)
-    if topics_format == "tsv":
-        queries: BaseQueries = TsvQueries(LocalDownload(topics, mkdir=False))
-    else:
-        queries = TrecQueries(LocalDownload(topics, mkdir=False), encoding="utf8")
-    return IrdsDataset(docs_part, queries, TrecQrels(LocalDownload(qrels, mkdir=False), QREL_DEFS))
+class InputError(DatasetError, ValueError):
+    """A local input file is malformed; the message names the file and the line."""
 
+
+def file_sha(path: Path) -> str:
+    """The content key of a local input file (16 hex chars of sha256, as `irgrid.byo` records it)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def _unchanged(path: Path, expected: str | None, role: str) -> None:
+    """Refuse a file whose bytes differ from those hashed when the experiment was loaded: its cached index or
+    run would otherwise be stored under the old content's key."""
+    if expected is None:
+        return
+    actual = file_sha(path)
+    if actual != expected:
+        raise InputError(f"{role} file {path} changed since the experiment was loaded (content {expected} -> "
+                         f"{actual}); nothing was cached from it. Run the experiment again to use the new file")
+
+
+def _text_lines(path: Path, raw: bytes | None = None) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a UTF-8 text file (.gz ok), a byte-order mark stripped; bad bytes name the line."""
+    data = raw if raw is not None else (gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes())
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    for n, line in enumerate(data.split(b"\n"), start=1):
+        try:
+            yield n, line.decode("utf-8").rstrip("\r")
+        except UnicodeDecodeError as e:
+            raise InputError(f"{path}, line {n}: not UTF-8 (byte {e.start} of the line); save the file as UTF-8") from None
+
+
+def read_tsv_topics(path: Path) -> list[tuple[str, str]]:
+    """`qid<TAB>text` lines: BOM stripped; empty files, wrong column counts, empty or duplicate qids refused."""
+    out, seen = [], {}
+    for n, line in _text_lines(path):
+        if not line.strip():
+            continue
+        cols = line.split("\t")
+        if len(cols) != 2:
+            raise InputError(f"{path}, line {n}: expected 'qid<TAB>query text', got {len(cols)} column(s)")
+        qid, text = cols[0].strip(), cols[1]
+        if not qid:
+            raise InputError(f"{path}, line {n}: empty query id")
+        if qid in seen:
+            raise InputError(f"{path}, line {n}: query id {qid!r} already on line {seen[qid]} (query ids must be "
+                             f"unique; give the second one another id)")
+        seen[qid] = n
+        out.append((qid, text))
+    if not out:
+        raise InputError(f"{path}: the topics file is empty (expected 'qid<TAB>query text' lines)")
+    return out
+
+
+def read_trec_qrels(path: Path) -> list[tuple[str, str, int]]:
+    """TREC qrels (`qid iteration docno label`): column count, integer labels, duplicate pairs checked."""
+    out, seen = [], {}
+    for n, line in _text_lines(path):
+        if not line.strip():
+            continue
+        cols = line.split()
+        if len(cols) != 4:
+            hint = " (TREC qrels have 4: qid 0 docno label; a BEIR qrels TSV has 3 and a header)" if len(cols) == 3 else ""
+            raise InputError(f"{path}, line {n}: expected 4 columns 'qid iteration docno label', got {len(cols)}{hint}")
+        qid, _, docno, label = cols
+        try:
+            value = int(label)
+        except ValueError:
+            raise InputError(f"{path}, line {n}: relevance label {label!r} is not a whole number") from None
+        if (qid, docno) in seen:
+            raise InputError(f"{path}, line {n}: query {qid!r} and document {docno!r} already judged on line "
+                             f"{seen[(qid, docno)]}")
+        seen[(qid, docno)] = n
+        out.append((qid, docno, value))
+    if not out:
+        raise InputError(f"{path}: the qrels file is empty (expected 'qid 0 docno label' lines)")
+    return out
+
+
+class VerifiedDocs(LocalDocs):
+    """LocalDocs that refuse duplicate document ids and a file changed since it was hashed (checked before and
+    after each full read, so an index is never stored under another content's key)."""
+
+    def __init__(self, path: Path, fmt: str, expected: str | None):
+        super().__init__(path, fmt)
+        self._expected = expected
+
+    def docs_iter(self) -> Iterator[TitleTextDoc]:
+        path = self._file()
+        _unchanged(path, self._expected, "docs")
+        seen: set[str] = set()
+        n = 0
+        try:
+            for n, doc in enumerate(super().docs_iter(), start=1):
+                if doc.doc_id in seen:
+                    raise InputError(f"{path}, record {n}: document id {doc.doc_id!r} appears twice (ids must be unique)")
+                seen.add(doc.doc_id)
+                yield doc
+        except UnicodeDecodeError as e:
+            raise InputError(f"{path}, after record {n}: not UTF-8 ({e.reason}); save the file as UTF-8") from None
+        except csv.Error as e:
+            raise InputError(f"{path}, after record {n}: {e}") from None
+        if not n:
+            raise InputError(f"{path}: the docs file is empty (no documents)")
+        _unchanged(path, self._expected, "docs")
+
+
+class VerifiedTsvQueries(BaseQueries):
+    def __init__(self, path: Path, expected: str | None):
+        self._path, self._expected = path, expected
+
+    def queries_iter(self) -> Iterator[Any]:
+        from ir_datasets.formats import GenericQuery
+
+        _unchanged(self._path, self._expected, "topics")
+        for qid, text in read_tsv_topics(self._path):
+            yield GenericQuery(qid, text)
+
+    def queries_cls(self) -> type:
+        from ir_datasets.formats import GenericQuery
+
+        return GenericQuery
+
+
+class VerifiedTrecQueries(TrecQueries):
+    def __init__(self, path: Path, expected: str | None):
+        super().__init__(LocalDownload(path, mkdir=False), encoding="utf8")
+        self._path, self._expected = path, expected
+
+    def queries_iter(self) -> Iterator[Any]:
+        _unchanged(self._path, self._expected, "topics")
+        seen: set[str] = set()
+        for q in super().queries_iter():
+            qid = q.query_id.lstrip("\ufeff").strip()
+            if qid in seen:
+                raise InputError(f"{self._path}: query id {qid!r} appears twice (query ids must be unique)")
+            seen.add(qid)
+            yield q._replace(query_id=qid)
+
+
+class VerifiedQrels(BaseQrels):
+    def __init__(self, path: Path, expected: str | None):
+        self._path, self._expected = path, expected
+
+    def qrels_iter(self) -> Iterator[TrecQrel]:
+        _unchanged(self._path, self._expected, "qrels")
+        for qid, docno, label in read_trec_qrels(self._path):
+            yield TrecQrel(qid, docno, label, "0")
+
+    def qrels_cls(self) -> type:
+        return TrecQrel
+
+    def qrels_defs(self) -> dict[int, str]:
+        return QREL_DEFS
+
+    def qrels_path(self) -> Path:
+        return self._path
+
+
+def local_collection(docs: Path, docs_format: str, topics: Path, topics_format: str,
+                     qrels: Path, hashes: dict[str, str] | None = None) -> IrdsDataset:
+    """A bring-your-own collection from local files (formats: docs jsonl|tsv, topics tsv|trec, qrels trec).
+    `hashes` (role -> content key) makes every read check that the file is still the one that was hashed."""
+    hashes = hashes or {}
+    docs_part = VerifiedDocs(docs, docs_format, hashes.get("docs"))
+    if topics_format == "tsv":
+        queries: BaseQueries = VerifiedTsvQueries(topics, hashes.get("topics"))
+    else:
+        queries = VerifiedTrecQueries(topics, hashes.get("topics"))
+    return IrdsDataset(docs_part, queries, VerifiedQrels(qrels, hashes.get("qrels")))

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
 import platform
 import subprocess
 import sys
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -64,6 +68,68 @@ def markdown_table(results: pd.DataFrame, alpha: float = 0.05) -> str:
         lines.append("")
     lines.append(f"▲/▼: significantly better/worse than the baseline (corrected p < {alpha}).")
     return "\n".join(lines) + "\n"
+
+
+WRITING = ".irgrid-writing"  # present while a grid writes its outputs: the folder is not one experiment yet
+
+
+class OutputError(RuntimeError):
+    """An output folder that is incomplete or mixes files of different runs."""
+
+
+@contextlib.contextmanager
+def writing(out: Path) -> Iterator[None]:
+    """Write a grid's outputs as one unit: a `.irgrid-writing` flag first, then the files, then manifest.json
+    with every file's sha256; the flag goes last. `verify_outputs` refuses a folder with the flag (a run was
+    killed while writing) or a file whose hash is not the manifest's (left by another run)."""
+    out.mkdir(parents=True, exist_ok=True)
+    flag = out / WRITING
+    flag.write_text(f"{os.getpid()}\n")
+    yield
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["files"] = {str(p.relative_to(out)): _sha256(p) for p in sorted(out.rglob("*"))
+                         if p.is_file() and p.name not in ("manifest.json", WRITING) and _is_output(p.relative_to(out))}
+    write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=2, default=str))
+    flag.unlink()
+
+
+def _is_output(rel: Path) -> bool:
+    return rel.parts[0] in ("results.csv", "perquery.csv", "results.md", "failures.json", "runs", "qrels")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_outputs(out: str | Path) -> None:
+    """Refuse an output folder that is not the complete output of one run, naming what is wrong."""
+    out = Path(out)
+    if not out.is_dir():
+        raise OutputError(f"{out} is not a folder (give the --out folder of an `irgrid run`)")
+    if (out / WRITING).exists():
+        raise OutputError(f"{out} is incomplete: a run was stopped while writing it; rerun the same `irgrid run` "
+                          f"(everything computed is cached) to complete it")
+    if not (out / "manifest.json").exists():
+        raise OutputError(f"{out} has no manifest.json: not the output folder of an `irgrid run`, or one stopped "
+                          f"before writing; rerun `irgrid run ... --out {out}`")
+    try:
+        manifest = json.loads((out / "manifest.json").read_text())
+    except ValueError as e:
+        raise OutputError(f"{out}/manifest.json is unreadable ({e}); rerun `irgrid run ... --out {out}`") from None
+    files = manifest.get("files")
+    if files is None:
+        return  # written before manifests listed their files: nothing to verify against
+    for rel, sha in files.items():
+        path = out / rel
+        if not path.exists():
+            raise OutputError(f"{path} is missing (listed in {out}/manifest.json); rerun `irgrid run ... --out {out}`")
+        if _sha256(path) != sha:
+            raise OutputError(f"{path} is not the file this run wrote (another run or an edit changed it); "
+                              f"rerun `irgrid run ... --out {out}`")
 
 
 def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_dataset, store, out: Path) -> None:

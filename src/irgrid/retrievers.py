@@ -104,6 +104,9 @@ class IndexRecipe:
     # the builder can be split into encoding shards merged bit-for-bit (irgrid.sharding); not part of the key:
     # it says how an index may be built, not what it contains
     shardable: bool = False
+    # build in a forked child process: a native builder that aborts or segfaults (PISA on a full disk) then fails
+    # only this index, named, instead of killing the grid. Only for builders that use no JVM or GPU (fork-safe)
+    isolate: bool = False
 
     def all_models(self) -> dict[str, ModelRef]:
         out = dict(self.stage.models) if self.stage else {}
@@ -162,6 +165,8 @@ class Retriever:
     # named, sourced configurations (irgrid.profiles): option -> Setting; the defaults above are the card's
     profiles: Mapping[str, Mapping[str, Setting]] = field(default_factory=dict)
     profile: str | None = None  # the profile applied (not part of the key: the settings it changed are)
+    # option name -> (type, min, max) beyond `OPTION_TYPES` (not part of the key: it validates, never changes runs)
+    option_types: Mapping[str, tuple[type, float | None, float | None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name or set(self.name) - _NAME_CHARS or self.name[0] in "-.":
@@ -242,6 +247,32 @@ class Retriever:
         from irgrid.grid import build_pipeline
 
         return build_pipeline(self, dataset, **kwargs)
+
+
+# Declared option types with ranges (issue 13): (type, minimum, maximum); None bounds are open. Entries may
+# override per option through `Retriever.option_types`; these defaults cover the options shared by many entries.
+OPTION_TYPES: dict[str, tuple[type, float | None, float | None]] = {
+    "k1": (float, 0.0, None), "b": (float, 0.0, 1.0), "num_results": (int, 1, None), "mu": (float, 0.0, None),
+    "c": (float, 0.0, None), "batch_size": (int, 1, None), "max_length": (int, 1, None), "top_k": (int, 1, None),
+}
+
+
+def check_options(entry: Retriever) -> str | None:
+    """Why an entry's option values are unusable (None: they are fine): typed and in range, checked before
+    any cell runs instead of failing inside a library at run time."""
+    declared = {**OPTION_TYPES, **dict(getattr(entry, "option_types", None) or {})}
+    for name, value in entry.options.items():
+        if name not in declared:
+            continue
+        kind, low, high = declared[name]
+        ok_type = (isinstance(value, int) and not isinstance(value, bool)) if kind is int else (
+            isinstance(value, (int, float)) and not isinstance(value, bool))
+        if not ok_type:
+            return f"option {name}: expected {'a whole number' if kind is int else 'a number'}, got {value!r}"
+        if (low is not None and value < low) or (high is not None and value > high):
+            bounds = f"[{low if low is not None else '-inf'}, {high if high is not None else 'inf'}]"
+            return f"option {name}: {value!r} is outside {bounds}"
+    return None
 
 
 def _model_from_option(value: Any, current: ModelRef, entry: str, role: str) -> ModelRef:

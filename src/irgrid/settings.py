@@ -24,9 +24,22 @@ def irds_home() -> Path:
     return Path(value).expanduser() if value else cache_root() / "irds"
 
 
+class SettingsError(ValueError):
+    """An IRGRID_* environment variable has a value irgrid cannot use."""
+
+
 def device() -> str | None:
-    """IRGRID_DEVICE ('cpu', 'cuda', 'cuda:1'); None lets each library pick (a GPU when present)."""
-    return os.environ.get("IRGRID_DEVICE") or None
+    """IRGRID_DEVICE ('cpu', 'cuda', 'cuda:1', 'mps'); None lets each library pick (a GPU when present).
+    Checked here, once, so a typo is one clear error instead of a failure deep inside a model library."""
+    import re
+
+    value = (os.environ.get("IRGRID_DEVICE") or "").strip()
+    if not value:
+        return None
+    if not re.fullmatch(r"cpu|mps|cuda(:\d+)?", value):
+        raise SettingsError(f"IRGRID_DEVICE={value!r} is not a device: use cpu, cuda, cuda:N or mps "
+                            f"(or unset it to use a GPU when present)")
+    return value
 
 
 def shared_root() -> Path | None:

@@ -12,7 +12,9 @@ artifact actually built is recorded as one line of `builds.log` (which job built
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import logging
 import os
 import shutil
 import socket
@@ -23,12 +25,46 @@ from typing import Any
 
 from irgrid import locks, settings
 from irgrid._util import atomic_dir, atomic_path, config_hash, write_text_atomic
-from irgrid.datasets import Dataset
+from irgrid.datasets import Dataset, staged_fingerprint
 from irgrid.retrievers import IndexRecipe, Retriever
 
-RUN_FORMAT = 1  # bump when the stored run format or evaluation inputs change
+RUN_FORMAT = 2  # bump when the stored run format or evaluation inputs change (2: verified runs)
 MARKER = "irgrid-index.json"
+LAZY = "irgrid-lazy.json"  # files a backend wrote into a published index after publication (PISA's per-parameter)
 BUILDS_LOG = "builds.log"
+FULL_HASH_BYTES = 64 << 20  # files up to this size are hashed whole; larger ones by their first and last MiB
+
+log = logging.getLogger("irgrid")
+
+
+class CacheError(RuntimeError):
+    """A cache artifact failed verification (and was moved aside), or the cache itself is unusable."""
+
+
+def file_digest(path: Path, size: int | None = None) -> str:
+    """sha256 of a file, or for a file over FULL_HASH_BYTES of its size, first and last MiB (cheap to verify
+    on every open; catches truncation, garbage and partial writes, not a flipped byte in the middle of a
+    multi-GB index)."""
+    size = path.stat().st_size if size is None else size
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        if size <= FULL_HASH_BYTES:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        else:
+            digest.update(b"sampled:%d:" % size)
+            digest.update(f.read(1 << 20))
+            f.seek(size - (1 << 20))
+            digest.update(f.read(1 << 20))
+    return digest.hexdigest()
+
+
+def folder_manifest(folder: Path, skip: tuple[str, ...] = (MARKER, LAZY)) -> dict[str, dict[str, Any]]:
+    return {str(p.relative_to(folder)): {"size": p.stat().st_size, "sha256": file_digest(p)}
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name not in skip}
+
+
+_VERIFIED: set[tuple[str, str, int]] = set()  # (path, digest, size) hashed in full by this process already
 
 
 class Store:
@@ -78,14 +114,103 @@ class Store:
             else:
                 tmp.unlink(missing_ok=True)
 
+    def quarantine(self, path: Path, why: str) -> Path | None:
+        """Move a cache artifact that failed verification aside (kept as evidence, never read again) and say
+        so, naming it. Call while holding the artifact's lock."""
+        path = Path(path)
+        if not path.exists():
+            return None
+        target = path.with_name(f".{path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+        os.replace(path, target)
+        log.warning("cache: %s failed verification (%s); moved aside to %s and rebuilt", path, why, target.name)
+        return target
+
+    @staticmethod
+    def _check_files(folder: Path, files: dict[str, dict[str, Any]], full: bool) -> str | None:
+        for rel, want in files.items():
+            f = folder / rel
+            try:
+                size = f.stat().st_size
+            except OSError:
+                return f"{rel} is missing"
+            if size != want["size"]:
+                return f"{rel} has {size} bytes, its manifest says {want['size']}"
+            if full and (str(f), want["sha256"], size) not in _VERIFIED:
+                if file_digest(f, size) != want["sha256"]:
+                    return f"{rel} does not match its manifest's sha256"
+                _VERIFIED.add((str(f), want["sha256"], size))
+        return None
+
+    def index_problem(self, folder: Path, full: bool = True) -> str | None:
+        """Why a published index folder cannot be trusted (None: it can). Sizes always; content hashes once
+        per process (`full`)."""
+        marker = folder / MARKER
+        if not folder.exists():
+            return "missing"
+        if not marker.exists():
+            return f"{MARKER} is missing (an unfinished or damaged build)"
+        try:
+            meta = json.loads(marker.read_text())
+            files = meta["files"]
+        except (ValueError, KeyError, TypeError) as e:
+            return f"{MARKER} is unreadable ({type(e).__name__}: {e})"
+        if not files:
+            return "the index holds no files"
+        return self._check_files(folder, files, full)
+
+    def clean_lazy(self, folder: Path) -> None:
+        """Before a backend may write into a published index (under its lock): delete files no manifest lists
+        (left by a writer that was killed) and recorded lazy files that no longer verify."""
+        try:
+            published = json.loads((folder / MARKER).read_text())["files"]
+        except (OSError, ValueError, KeyError):
+            return
+        lazy = self._lazy(folder)
+        for p in folder.rglob("*"):
+            rel = str(p.relative_to(folder))
+            if not p.is_file() or p.name in (MARKER, LAZY) or rel in published:
+                continue
+            if rel not in lazy or self._check_files(folder, {rel: lazy[rel]}, full=True):
+                log.warning("cache: %s is a partial file of %s (its writer died); deleted, it is rewritten", rel, folder)
+                p.unlink()
+                lazy.pop(rel, None)
+        write_text_atomic(folder / LAZY, json.dumps(lazy, indent=2))
+
+    def record_lazy(self, folder: Path) -> None:
+        """After a backend wrote into a published index (under its lock): record the new files' sizes and
+        hashes, so later readers verify them like the rest of the index."""
+        try:
+            published = json.loads((folder / MARKER).read_text())["files"]
+        except (OSError, ValueError, KeyError):
+            return
+        lazy = self._lazy(folder)
+        new = {str(p.relative_to(folder)): p for p in folder.rglob("*")
+               if p.is_file() and p.name not in (MARKER, LAZY)}
+        added = {rel: {"size": p.stat().st_size, "sha256": file_digest(p)} for rel, p in new.items()
+                 if rel not in published and rel not in lazy}
+        if added:
+            write_text_atomic(folder / LAZY, json.dumps({**lazy, **added}, indent=2))
+
+    @staticmethod
+    def _lazy(folder: Path) -> dict[str, dict[str, Any]]:
+        try:
+            return dict(json.loads((folder / LAZY).read_text()))
+        except (OSError, ValueError, TypeError):
+            return {}
+
     # -- indexes ---------------------------------------------------------------------------------------
     def index_dir(self, recipe: IndexRecipe, dataset: Dataset) -> Path:
         corpus = dataset.corpus_dataset()
-        key = config_hash({"recipe": recipe.config(), "corpus": corpus.corpus, "fields": list(corpus.fields)})
+        config = {"recipe": recipe.config(), "corpus": corpus.corpus, "fields": list(corpus.fields)}
+        data = staged_fingerprint(corpus.irds_id)
+        if data:  # staged copies are keyed by their content (added only then: other keys stay as they were)
+            config["data"] = data
+        key = config_hash(config)
         return self.root / "indexes" / corpus.corpus.replace("/", "--") / f"{recipe.name}-{key}"
 
     def index_ready(self, recipe: IndexRecipe, dataset: Dataset) -> bool:
-        return (self.index_dir(recipe, dataset) / MARKER).exists()
+        """Published and its files have the sizes its manifest lists (cheap: no hashing)."""
+        return self.index_problem(self.index_dir(recipe, dataset), full=False) is None
 
     def build_index(self, recipe: IndexRecipe, dataset: Dataset, build, docs: int | None = None) -> Path:
         """Run `build(tmp_dir)` and publish the folder only once it finished (with its marker)."""
@@ -93,8 +218,11 @@ class Store:
         start = time.perf_counter()
         with atomic_dir(final) as tmp:
             build(tmp)
+            files = folder_manifest(tmp)
+            if not files:
+                raise CacheError(f"index {recipe.name} of {dataset.corpus}: the builder wrote no files")
             meta = {"recipe": recipe.config(), "corpus": dataset.corpus_dataset().corpus,
-                    "seconds": round(time.perf_counter() - start, 3), "docs": docs}
+                    "seconds": round(time.perf_counter() - start, 3), "docs": docs, "files": files}
             (tmp / MARKER).write_text(json.dumps(meta, indent=2))
         self.record_build("index", final, recipe=recipe.name)
         return final
@@ -102,7 +230,11 @@ class Store:
     # -- document stages (expansions, impact vectors), shared by every index built from them -------------
     def stage_path(self, stage, dataset: Dataset) -> Path:
         corpus = dataset.corpus_dataset()
-        key = config_hash({"stage": stage.config(), "corpus": corpus.corpus, "fields": list(corpus.fields)})
+        config = {"stage": stage.config(), "corpus": corpus.corpus, "fields": list(corpus.fields)}
+        data = staged_fingerprint(corpus.irds_id)
+        if data:
+            config["data"] = data
+        key = config_hash(config)
         return self.root / "stages" / corpus.corpus.replace("/", "--") / f"{stage.name}-{key}.jsonl.gz"
 
     def write_stage(self, stage, dataset: Dataset, records) -> Path:
@@ -110,12 +242,30 @@ class Store:
         import gzip
 
         path = self.stage_path(stage, dataset)
+        count = 0
         with atomic_path(path, suffix=".jsonl.gz") as tmp:
             with gzip.open(tmp, "wt", encoding="utf-8") as f:
                 for record in records:
                     f.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self.record_build("stage", path, stage=stage.name)
+                    count += 1
+            manifest = {"records": count, "size": tmp.stat().st_size, "sha256": file_digest(tmp)}
+        # the manifest is written after the stage file: a stage without one is unfinished, never read
+        write_text_atomic(self.stage_manifest(path), json.dumps(manifest, indent=2))
+        self.record_build("stage", path, stage=stage.name, records=count)
         return path
+
+    @staticmethod
+    def stage_manifest(path: Path) -> Path:
+        return path.with_name(path.name + ".manifest.json")
+
+    def stage_problem(self, path: Path, full: bool = True) -> str | None:
+        if not path.exists():
+            return "missing"
+        try:
+            want = json.loads(self.stage_manifest(path).read_text())
+        except (OSError, ValueError) as e:
+            return f"its manifest is missing or unreadable ({type(e).__name__})"
+        return self._check_files(path.parent, {path.name: want}, full)
 
     @staticmethod
     def read_stage(path: Path):
@@ -135,7 +285,11 @@ class Store:
 
     # -- runs ------------------------------------------------------------------------------------------
     def run_key(self, retriever: Retriever, dataset: Dataset) -> str:
-        return config_hash({"retriever": retriever.config(), "dataset": dataset.config(), "format": RUN_FORMAT})
+        config = {"retriever": retriever.config(), "dataset": dataset.config(), "format": RUN_FORMAT}
+        data = staged_fingerprint(dataset.irds_id), staged_fingerprint(dataset.corpus_dataset().irds_id)
+        if any(data):  # staged queries, qrels and documents: their content keys the run
+            config["data"] = list(data)
+        return config_hash(config)
 
     def run_path(self, retriever: Retriever, dataset: Dataset) -> Path:
         return self.root / "runs" / dataset.slug / f"{retriever.name}-{self.run_key(retriever, dataset)}.res.gz"
@@ -145,16 +299,43 @@ class Store:
         return path.with_name(path.name[: -len(".res.gz")] + ".json")
 
     def has_run(self, retriever: Retriever, dataset: Dataset) -> bool:
-        return self.run_path(retriever, dataset).exists() and self.meta_path(retriever, dataset).exists()
+        """Stored and plausible (meta readable, run file of the recorded size); `load_run` verifies fully."""
+        return self._run_problem(retriever, dataset, full=False)[0] is None
 
-    def load_run(self, retriever: Retriever, dataset: Dataset):
+    def _run_problem(self, retriever: Retriever, dataset: Dataset, full: bool) -> tuple[str | None, dict | None]:
+        path, meta_path = self.run_path(retriever, dataset), self.meta_path(retriever, dataset)
+        if not (path.exists() and meta_path.exists()):  # the meta file is written last: both or nothing
+            return "missing", None
+        try:
+            meta = json.loads(meta_path.read_text())
+            want = meta["run"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            return f"its metadata {meta_path.name} is unreadable ({type(e).__name__}: {e})", None
+        problem = self._check_files(path.parent, {path.name: want}, full)
+        return (f"{path.name}: {problem}" if problem else None), meta
+
+    def load_run(self, retriever: Retriever, dataset: Dataset, repair: bool = False):
+        """The stored run and its metadata, verified (hash, rows, queries); None when absent or unverified.
+        With `repair` (only while holding the run's lock) a run that fails verification is moved aside, named
+        in a warning, so the caller recomputes it."""
         import pyterrier as pt
 
         path, meta_path = self.run_path(retriever, dataset), self.meta_path(retriever, dataset)
-        if not (path.exists() and meta_path.exists()):  # the meta file is written last: both or nothing
+        problem, meta = self._run_problem(retriever, dataset, full=True)
+        if problem == "missing":
             return None
-        res = pt.io.read_results(str(path))
-        return res.astype({"qid": str, "docno": str}), json.loads(meta_path.read_text())
+        if problem is None:
+            res = pt.io.read_results(str(path)).astype({"qid": str, "docno": str})
+            want = meta["run"]
+            if len(res) != want["rows"] or res["qid"].nunique() != want["queries"]:
+                problem = (f"{path.name} holds {len(res)} rows of {res['qid'].nunique()} queries, its metadata "
+                           f"says {want['rows']} rows of {want['queries']}")
+            else:
+                return res, meta
+        if repair:
+            self.quarantine(meta_path, problem)
+            self.quarantine(path, problem)
+        return None
 
     def save_run(self, retriever: Retriever, dataset: Dataset, res, meta: dict[str, Any]) -> None:
         import pyterrier as pt
@@ -162,5 +343,7 @@ class Store:
         path = self.run_path(retriever, dataset)
         with atomic_path(path, suffix=".res.gz") as tmp:
             pt.io.write_results(res, str(tmp), format="trec", run_name=retriever.name)
+            meta = {**meta, "run": {"size": tmp.stat().st_size, "sha256": file_digest(tmp), "rows": int(len(res)),
+                                    "queries": int(res["qid"].nunique()) if len(res) else 0}}
         write_text_atomic(self.meta_path(retriever, dataset), json.dumps(meta, indent=2))
         self.record_build("run", path, retriever=retriever.name, dataset=dataset.name)
