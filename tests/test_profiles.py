@@ -54,5 +54,6 @@ def test_every_registered_profile_applies():
         for name in entry.profiles:
             assert name in profiles.PROFILES, (entry.name, name)
             applied = entry.with_profile(name)
+            assert retrievers.check_options(applied) is None, (entry.name, name, retrievers.check_options(applied))
             for key, setting in entry.profiles[name].items():
                 assert applied.options.get(key, setting.value) == setting.value or key in applied.all_models()

@@ -255,6 +255,8 @@ OPTION_TYPES: dict[str, tuple[type, float | None, float | None]] = {
     "k1": (float, 0.0, None), "b": (float, 0.0, 1.0), "num_results": (int, 1, None), "mu": (float, 0.0, None),
     "c": (float, 0.0, None), "batch_size": (int, 1, None), "max_length": (int, 1, None), "top_k": (int, 1, None),
 }
+# options whose None is a value, not a missing one (what None means)
+OPTION_NULLABLE: dict[str, str] = {"top_k": "no pruning"}
 
 
 def check_options(entry: Retriever) -> str | None:
@@ -262,7 +264,7 @@ def check_options(entry: Retriever) -> str | None:
     any cell runs instead of failing inside a library at run time."""
     declared = {**OPTION_TYPES, **dict(getattr(entry, "option_types", None) or {})}
     for name, value in entry.options.items():
-        if name not in declared:
+        if name not in declared or (value is None and name in OPTION_NULLABLE):
             continue
         kind, low, high = declared[name]
         ok_type = (isinstance(value, int) and not isinstance(value, bool)) if kind is int else (
