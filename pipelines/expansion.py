@@ -213,11 +213,12 @@ register(Retriever(
 
 # -- HyDE -----------------------------------------------------------------------------------------------------------
 def hyde_query(index, ctx: QueryContext):
+    from irgrid.dense_entry import side_spec
     from irgrid.dense_search import ExactRetriever
-    from irgrid.encoders import ENCODERS, engine_for
+    from irgrid.encoders import engine_for
     from irgrid.generation import Expand
 
-    spec = ENCODERS.get(ctx.options["encoder"])
+    spec = side_spec(ctx.options, "q")  # the wrapped dense entry's spec as profiled (carried by value)
     batch = int(ctx.options["batch_size"])
     q_engine = engine_for(spec, "q", ctx.models["query"], ctx.device, batch)
     d_engine = engine_for(spec, "d", ctx.models["doc"], ctx.device, batch)
@@ -261,8 +262,12 @@ _HYDE_GEN = "texttron/hyde src/hyde/generator.py OpenAIGenerator defaults"
 HYDE_OPTIONS = {**GEN_OPTIONS, "prompt": HYDE_PROMPT.template, "do_sample": True, "temperature": 0.7, "top_p": 1.0,
                 "top_k": 0, "max_new_tokens": 512}
 HYDE_PROFILES = {
-    "paper": PAPER_GENERATION,
+    "paper": {**PAPER_GENERATION,
+              "encoder_profile": Setting("paper", f"{REPO}src/run.py model_key == 'hyde': DenseEncoder("
+                                                  f"'facebook/contriever-msmarco', MODELS['contriever']), the "
+                                                  f"paper's Contriever settings")},
     "card": {
+        "encoder_profile": Setting("card", "texttron/hyde src/hyde/hyde.py: the dense encoder as published"),
         "prompt": Setting(HYDE_PROMPT.template, HYDE_PROMPT.source),
         "system_prompt": Setting(None, "texttron/hyde src/hyde/generator.py: one user message"),
         "do_sample": Setting(True, f"{_HYDE_GEN}: temperature=0.7"),
@@ -280,14 +285,18 @@ def make_hyde(options: Mapping[str, Any]) -> Retriever:
     dense = RETRIEVERS.get(str(options["encoder"]))
     if dense.family != "dense" or "query" not in dense.models or dense.index is None:
         raise ValueError(f"hyde: encoder {dense.name!r} is not a single-vector dense entry")
+    encoder_profile = options.get("encoder_profile")
+    if encoder_profile is not None:  # the wrapped entry under a profile: its spec, index and keys follow
+        dense = dense.with_profile(str(encoder_profile))
     opts = {**dense.options, **HYDE_OPTIONS, **{k: v for k, v in options.items()
                                                   if k in HYDE_OPTIONS or k == "num_results"}}
     opts["encoder"] = dense.name
+    opts["encoder_profile"] = encoder_profile
     return dataclasses.replace(
         dense, name="hyde", family="expansion", architecture="query-expansion", paper_name="HyDE",
         query=hyde_query, models={"query": dense.models["query"], "doc": dense.index.models["doc"],
                                   "generator": QWEN},
-        options=opts, extra="expansion", derive=make_hyde, derive_options=("encoder",), profiles=HYDE_PROFILES,
+        options=opts, extra="expansion", derive=make_hyde, derive_options=("encoder", "encoder_profile"), profiles=HYDE_PROFILES,
         option_types=SAMPLING_TOP_K,
         reference=f"Gao et al. 2023; hypothetical document from Qwen2.5-7B-Instruct (the paper), averaged with the "
                   f"query embedding, over the {dense.name} index (shared); prompt: {HYDE_PROMPT.source}. HyDE's "
@@ -296,4 +305,4 @@ def make_hyde(options: Mapping[str, Any]) -> Retriever:
     )
 
 
-register(make_hyde({"encoder": "contriever"}))
+register(make_hyde({"encoder": "contriever", "encoder_profile": "card"}))

@@ -372,3 +372,16 @@ def test_real_generator_loads_strictly_and_samples_reproducibly(tmp_path, monkey
         assert gen.stats.calls == 2
         assert gen.generate(["what is dna?"]) == outputs[-1][:1] and gen.stats.hits == 1
     assert outputs[0] == outputs[1] and all(isinstance(t, str) and t for t in outputs[0])
+
+
+def test_hyde_encodes_with_the_profiled_dense_entry():
+    """HyDE's paper profile reaches its wrapped encoder: the paper's Contriever settings, index and keys."""
+    from irgrid import retrievers
+    from irgrid.dense_entry import side_spec
+
+    hyde, contriever = retrievers.get("hyde"), retrievers.get("contriever")
+    paper, card = hyde.with_profile("paper"), hyde.with_profile("card")
+    assert card.key() == hyde.key()
+    assert paper.index.key() == contriever.with_profile("paper").index.key() != card.index.key()
+    assert side_spec(paper.options, "q") == side_spec(contriever.with_profile("paper").options, "q")
+    assert side_spec(card.options, "q") == side_spec(contriever.options, "q")
