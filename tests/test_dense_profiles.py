@@ -33,8 +33,8 @@ def _side(spec, side="q"):
 def test_profiles_that_agree_share_every_cache_key():
     entry = RETRIEVERS.get("tas-b")
     paper, card = entry.with_profile("paper"), entry.with_profile("card")
-    assert paper.key() != card.key() and paper.index.key() != card.index.key()  # dtype differs
-    agreed = paper.with_options(dtype=card.options["dtype"])  # the one difference set to the card's value
+    assert paper.key() != card.key() and paper.index.key() != card.index.key()  # dtype (and the paper's depth) differ
+    agreed = paper.with_options(dtype=card.options["dtype"], num_results=card.options["num_results"])  # differences set to the card's
     assert agreed.key() == card.key() and agreed.index.key() == card.index.key()
 
 

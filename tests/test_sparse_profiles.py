@@ -317,7 +317,10 @@ def test_doct5query_input_length_sampling_and_expansion(monkeypatch):
 # -- cache keys ---------------------------------------------------------------------------------------------------
 def test_profiles_that_agree_share_caches():
     bm25 = irgrid.retriever("bm25")
-    assert bm25.with_profile("paper").key() == bm25.with_profile("card").key() == bm25.key()
+    assert bm25.with_profile("card").key() == bm25.key()
+    # the paper profile differs only by its depth (1001, irgrid.profiles.COMMON): the index is shared
+    assert dict(bm25.with_profile("paper").options) == {**bm25.options, "num_results": 1001}
+    assert bm25.with_profile("paper").index.key() == bm25.index.key()
     deepct = irgrid.retriever("deepct")
     # a query-side-only change (BM25 k1/b) keeps the document stage and index
     assert deepct.with_options(k1=0.9, b=0.4).index.key() == deepct.index.key()
@@ -325,7 +328,8 @@ def test_profiles_that_agree_share_caches():
     # query2doc searches the bm25 index under both profiles; HyDE keeps the contriever index
     for profile in PROFILES:
         assert irgrid.retriever("query2doc").with_profile(profile).index == bm25.index
-        assert irgrid.retriever("hyde").with_profile(profile).index == irgrid.retriever("contriever").index
+        assert (irgrid.retriever("hyde").with_profile(profile).index
+                == irgrid.retriever("contriever").with_profile(profile).index)
     for name in LEARNED:
         entry = irgrid.retriever(name)
         assert entry.with_profile("paper").with_profile("paper").key() == entry.with_profile("paper").key()

@@ -14,7 +14,10 @@ from irgrid.registry import UnknownNameError
 TESTS = ("t", "wilcoxon")
 CORRECTIONS = ("bonferroni", "holm", "holm-sidak", "hs", "sidak", "simes-hochberg", "fdr_bh", "fdr_by", "none")
 KEYS = {"name", "description", "datasets", "retrievers", "measures", "baseline", "test", "correction", "models",
-        "latency_sample", "collections", "aggregates", "profile"}
+        "latency_sample", "collections", "aggregates", "profile", "self_matches"}
+# catalog: each dataset's own policy (ArguAna, Quora drop a query's own document); paper: additionally, on every
+# dataset a document whose id equals the query id is removed at evaluation unless judged relevant (irgrid.paper)
+SELF_MATCH_RULES = ("catalog", "paper")
 RETRIEVER_KEYS = ("name", "as", "options", "profile")
 
 
@@ -36,6 +39,7 @@ class ExperimentSpec:
     source: str = "<dict>"
     latency_sample: int = 50  # queries timed one at a time for p50/p95 latency
     aggregates: list[str] = field(default_factory=list)  # the paper's aggregate columns (BEIR, LoTTE, ...)
+    self_matches: str = "catalog"  # SELF_MATCH_RULES
 
     def measures_for(self, dataset: ds_mod.Dataset) -> list[Any]:
         if self.measures:
@@ -49,6 +53,7 @@ class ExperimentSpec:
             "retrievers": {r.name: r.config() for r in self.retrievers},
             "measures": [str(m) for m in self.measures] or "per-dataset",
             "aggregates": list(self.aggregates),
+            "self_matches": self.self_matches,
             "baseline": self.baseline,
             "test": self.test,
             "correction": self.correction,
@@ -222,6 +227,12 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
     correction = data.get("correction")
     if correction is not None and correction not in CORRECTIONS:
         raise ExperimentError(f"{source}: correction {correction!r} is not one of {CORRECTIONS}")
+    self_matches = data.get("self_matches", "catalog")
+    if self_matches not in SELF_MATCH_RULES:
+        from irgrid.registry import did_you_mean
+
+        raise ExperimentError(f"{source}: self_matches: {self_matches!r} is not one of {SELF_MATCH_RULES}."
+                              f"{did_you_mean(str(self_matches), list(SELF_MATCH_RULES))}")
     models = data.get("models") or {}
     if not isinstance(models, dict):
         raise ExperimentError(f"{source}: 'models' must map model ids to local folders")
@@ -237,5 +248,6 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
         description=str(data.get("description", "")),
         aggregates=[str(a) for a in aggregates],
         latency_sample=_non_negative_int(data.get("latency_sample", 50), f"{source}: latency_sample"),
+        self_matches=self_matches,
         source=source,
     )

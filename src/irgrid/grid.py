@@ -378,6 +378,10 @@ def load_cell(retriever: Retriever, dataset: Dataset, store: Store) -> Cell:
 def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], topics, qrels):
     names = [c.retriever.name for c in cells]
     frames = [c.res for c in cells]
+    if spec.self_matches == "paper":
+        from irgrid.transforms import drop_unjudged_self_matches
+
+        frames = [drop_unjudged_self_matches(f, qrels) for f in frames]
     baseline = names.index(spec.baseline) if spec.baseline in names and len(names) > 1 else None
     # pt.Experiment, split by query unit (per query / per base query) so our grouped measures mix with
     # standard ones; a baseline excludes perquery output in pt.Experiment, hence a second (evaluation-only) call

@@ -102,12 +102,13 @@ CONVENTIONS: tuple[Convention, ...] = (
                "(skip_self_matches='auto'); irgrid's catalog drops them on ArguAna and Quora only (BEIR, Pyserini "
                "--remove-query), where they occur",
                "BEIR / Pyserini: ArguAna and Quora", "src/evaluator.py Evaluator.evaluate, src/analysis/aggregator.py",
-               "Section 3.1: self-matches excluded on ArguAna; not applied by irgrid beyond ArguAna and Quora "
-               "(a grid-engine policy; the paper grid keeps the catalog's)"),
+               "Section 3.1: self-matches excluded on ArguAna; the paper grid applies the code's rule "
+               "(experiment key `self_matches: paper`, at evaluation: cached runs are shared)"),
     Convention("depth",
                "1001 documents retrieved per query (so 1000 remain after a self-match is removed)",
                "1000", "src/run.py run(top_k=1001)",
-               "not stated; irgrid keeps each entry's depth (num_results 1000), so the paper grid uses 1000"),
+               "not stated; the `paper` profile sets num_results 1001 on every entry (irgrid.profiles.COMMON), "
+               "the `card` profile keeps 1000"),
     Convention("bootstrap",
                "SE of an averaged column: every component's per-query vector resampled independently, the "
                "column's nested mean taken per replicate (B = 1000, seed 42); irgrid combines the components' "

@@ -35,6 +35,18 @@ class Setting:
 
 Profile = Mapping[str, Setting]
 
+# Settings of a profile shared by every entry that has the option (an entry's own profile settings win).
+COMMON: dict[str, dict[str, Setting]] = {
+    "paper": {"num_results": Setting(1001, "valentinsvelev/retriever-evaluation:src/run.py run(top_k=1001): 1000 "
+                                           "remain after a self-match is removed")},
+}
+
+
+def for_entry(profile: str, own: Profile, options: Mapping[str, Any]) -> dict[str, Setting]:
+    """The settings `profile` applies to an entry with these options and its own profile settings."""
+    common = {k: s for k, s in COMMON.get(profile, {}).items() if k in options}
+    return {**common, **own}
+
 
 class ProfileError(ValueError):
     pass

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from irgrid._util import canonical, config_hash
-from irgrid.profiles import Setting, check_name
+from irgrid.profiles import Setting, check_name, for_entry
 from irgrid.profiles import values as profile_values
 from irgrid.registry import Registry
 
@@ -234,7 +234,7 @@ class Retriever:
         """This entry under a named profile ('paper' or 'card'): its settings applied as options, so the cache
         key follows the values. An entry without settings for a profile has one configuration for both."""
         check_name(profile, f"retriever {self.name!r}: ")
-        settings = self.profiles.get(profile, {})
+        settings = for_entry(profile, self.profiles.get(profile, {}), self.options)
         try:
             entry = self.with_options(name=name, **profile_values(settings)) if settings else \
                 dataclasses.replace(self, name=name or self.name)

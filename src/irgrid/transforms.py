@@ -28,3 +28,24 @@ class DropSelfMatches(pt.Transformer):
 
     def __hash__(self) -> int:
         return hash("DropSelfMatches")
+
+
+def drop_unjudged_self_matches(res: pd.DataFrame, qrels: pd.DataFrame) -> pd.DataFrame:
+    """The paper's evaluation rule on every dataset: a document whose id equals the query id is removed unless
+    it is judged relevant (valentinsvelev/retriever-evaluation src/evaluator.py, skip_self_matches='auto').
+
+    Applied to stored runs at evaluation time, so cached runs (and their keys) are the same under either rule.
+    """
+    if len(res) == 0:
+        return res
+    same = res["qid"].astype(str) == res["docno"].astype(str)
+    if not same.any():
+        return res
+    rel = qrels[qrels["label"] > 0]
+    judged = set(zip(rel["qid"].astype(str), rel["docno"].astype(str)))
+    pairs = zip(res["qid"].astype(str), res["docno"].astype(str))
+    drop = same & ~pd.Series([pair in judged for pair in pairs], index=res.index)
+    kept = res[~drop].copy()
+    if "rank" in kept.columns:
+        kept = pt.model.add_ranks(kept.drop(columns=["rank"]))
+    return kept
