@@ -148,7 +148,7 @@ def test_readme_fidelity_tables_follow_the_profiles(capsys):
     from irgrid.cli import main
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    for family in ("dense", "late-interaction"):
+    for family in ("dense", "late-interaction", "sparse", "expansion"):
         main(["list", "--profiles", "--format", "markdown", "--family", family])
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("|", "####"))]
     missing = [line for line in lines if line not in readme]
