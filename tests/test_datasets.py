@@ -76,3 +76,17 @@ def test_unknown_dataset_suggests():
 def test_any_ir_datasets_id_is_accepted_with_default_policies():
     ds = datasets.get("cranfield")
     assert ds.corpus == "cranfield" and not ds.drop_self_matches
+
+
+def test_duplicate_query_ids_in_catalog_topics_are_refused_unless_declared():
+    """pt.Experiment would merge the rankings of two queries sharing an id: refuse, naming the dataset and ids."""
+    import pandas as pd
+
+    from irgrid.datasets import Dataset, DatasetError
+
+    topics = pd.DataFrame({"qid": ["1", "2", "1"], "query": ["a", "b", "a again"]})
+    with pytest.raises(DatasetError, match=r"'dup-test': 1 query id\(s\) occur more than once .*'1'.*declare duplicate_qids"):
+        Dataset(name="dup-test", corpus="dup-test")._sampled(topics)
+    declared = Dataset(name="dup-test", corpus="dup-test", duplicate_qids="the benchmark repeats ids")
+    assert list(declared._sampled(topics)["query"]) == ["a", "b"]
+    assert declared.config()["duplicate_qids"] == "first" and "duplicate_qids" not in Dataset("d", "d").config()

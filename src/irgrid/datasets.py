@@ -53,6 +53,7 @@ class Dataset:
     fields: tuple[str, ...] = ("title", "text")  # joined with a space: the paper's "flat" documents
     query_field: str | None = None  # the queries' text field when there are several
     drop_self_matches: bool = False  # ArguAna, Quora: a query's own document is not a valid answer
+    duplicate_qids: str = ""  # why the benchmark's topics repeat query ids (refused unless declared)
     measures: tuple[str, ...] = ("nDCG@10",)
     notes: str = ""
     group: str = "other"  # one of GROUPS: which part of the paper (and which aggregate) it belongs to
@@ -90,6 +91,8 @@ class Dataset:
             config["query_fields"] = list(self.query_fields)
         if self.query_template:
             config["query_template"] = self.query_template
+        if self.duplicate_qids:
+            config["duplicate_qids"] = "first"
         if self.files:
             config["files"] = [list(f) for f in self.files]
         if self.sample:
@@ -104,6 +107,17 @@ class Dataset:
                                    sample=(n, seed), counts=Counts())
 
     def _sampled(self, topics: pd.DataFrame) -> pd.DataFrame:
+        dupes = topics["qid"][topics["qid"].duplicated()]
+        if len(dupes) and not self.duplicate_qids:
+            # pt.Experiment would merge their rankings into one query: refuse instead of scoring the merge
+            raise DatasetError(
+                f"dataset {self.name!r}: {dupes.nunique()} query id(s) occur more than once in its topics "
+                f"({', '.join(map(repr, dupes.unique()[:5]))}{' ...' if dupes.nunique() > 5 else ''}); their "
+                f"rankings would be merged into one. Fix the topics, or declare duplicate_qids with the reason "
+                f"in its catalog entry if the benchmark truly has them (the first text of each id is then used)"
+            )
+        if len(dupes):
+            topics = topics.drop_duplicates("qid").reset_index(drop=True)
         if not self.sample:
             return topics
         n, seed = self.sample
