@@ -108,3 +108,24 @@ def test_a_cell_without_per_query_values_has_no_delta_sigma():
     z = an.zscores(results, pd.DataFrame(columns=["dataset", "system", "measure", "se"]), {"bm25": "BM25"})
     row = z[z.column == "scifact"].iloc[0]
     assert row["class"] == "no-se" and pd.isna(row["delta_sigma"]) and row["published"] == 0.679
+
+
+def test_failed_cells_are_marked_failed_not_absent():
+    """A cell that failed (failures.json) reads 'failed' in the paper's tables, with a note; a system that failed
+    everywhere still gets its row."""
+    from irgrid import analysis as an
+    from irgrid import reports
+
+    results = pd.DataFrame({"dataset": ["beir/scifact/test"], "system": ["bm25"], "measure": ["nDCG@10"],
+                            "value": [0.679], "baseline": ["bm25"]})
+    failures = [{"dataset": "beir/nfcorpus/test", "retriever": "bm25", "error": "boom"},
+                {"dataset": "beir/scifact/test", "retriever": "contriever", "error": "no weights"}]
+    grid = reports.Grid(Path("."), results, pd.DataFrame(), {"retrievers": {}}, failures)
+    z = an.zscores(results, pd.DataFrame(columns=["dataset", "system", "measure", "se"]), {"bm25": "BM25"})
+    table = reports.paper_table(grid, z, "A.5")
+    header = table.columns
+    rows = {row[0].text: [c.text for c in row[1:]] for row in table.rows}
+    nfcorpus, scifact, fiqa = (header.index(c) - 1 for c in ("nfcorpus", "scifact", "fiqa"))
+    assert rows["bm25"][nfcorpus] == "failed" and rows["bm25"][scifact] == "0.679" and rows["bm25"][fiqa] == "–"
+    assert rows["contriever"][scifact] == "failed" and rows["contriever"][nfcorpus] == "–"
+    assert any("failed: a cell" in n for n in table.notes)

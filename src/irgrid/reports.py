@@ -15,7 +15,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,9 +43,17 @@ class Grid:
     perquery: pd.DataFrame
     manifest: dict[str, Any]
 
+    failures: list[dict[str, Any]] = field(default_factory=list)  # failures.json: cells that did not run
+
     @property
     def datasets(self) -> list[str]:
         return list(dict.fromkeys(self.results["dataset"]))
+
+    def failed(self, system: str, datasets: Iterable[str]) -> bool:
+        """Whether this system failed on one of these datasets (tables say 'failed', not '–', for such cells)."""
+        names = set(datasets)
+        return any(f.get("retriever") == system and (f.get("dataset") in names or f.get("dataset") == "*")
+                   for f in self.failures)
 
     def systems(self, dataset: str | None = None) -> list[str]:
         res = self.results if dataset is None else self.results[self.results["dataset"] == dataset]
@@ -111,7 +119,10 @@ def load(out: str | Path) -> Grid:
         raise FileNotFoundError(f"{out} is not an irgrid output folder: missing {', '.join(missing)}")
     results = pd.read_csv(out / "results.csv")
     perquery = pd.read_csv(out / "perquery.csv", dtype={"qid": str})
-    return Grid(out, results, perquery, json.loads((out / "manifest.json").read_text()))
+    failures_path = out / "failures.json"
+    failures = json.loads(failures_path.read_text() or "[]") if failures_path.exists() else []
+    return Grid(out, results, perquery, json.loads((out / "manifest.json").read_text()),
+                [f for f in failures if isinstance(f, dict)])
 
 
 # -- analyses -----------------------------------------------------------------------------------------------
@@ -323,7 +334,9 @@ def paper_table(grid: Grid, z: pd.DataFrame, table: str, reference: str | Path |
     the models we reproduce. Table 2 keeps only the columns this grid fills and adds columns for our other
     (dataset, measure) cells (e.g. vaswani AP), coloured by their own comparison when a table has one."""
     ours = _our_values(grid)
-    systems = grid.systems()
+    # systems that failed everywhere have no results rows: they are listed with their cells marked failed
+    systems = list(dict.fromkeys(grid.systems() + [str(f["retriever"]) for f in grid.failures
+                                                   if f.get("retriever") not in (None, "*")]))
     cols = [c for c in an.paper_columns() if c.table == table]
     filled = {c.column: {s: an.column_cells(c, ours.get(s, {})) for s in systems} for c in cols}
     if with_extras:
@@ -347,7 +360,8 @@ def paper_table(grid: Grid, z: pd.DataFrame, table: str, reference: str | Path |
         for c in cols:
             zr = zmap.get((s, table, c.column))
             if zr is None:
-                row.append(Cell("–"))
+                failed = grid.failed(s, (d for names_, _ in c.components for d in names_))
+                row.append(Cell("failed" if failed else "–"))
                 vals.append(None)
             else:
                 row.append(Cell(_fmt(zr["ours"]), zr["class"]))
@@ -367,6 +381,8 @@ def paper_table(grid: Grid, z: pd.DataFrame, table: str, reference: str | Path |
                     + [Cell(_fmt(published.get((m, *k))), muted=True) for k in extras])
     names = dict(an.paper.TABLE_TITLES)
     notes = [LEGEND]
+    if any(cell.text == "failed" for row in rows for cell in row):
+        notes.append("failed: a cell of this column did not run (failures.json has the error); not a result.")
     if not any(v is not None for vals in values for v in vals):
         notes.append("No dataset of this grid maps to this table; only the paper's rows are shown.")
     if any(c.scale != 1 for c in cols):
