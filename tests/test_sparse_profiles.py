@@ -389,3 +389,22 @@ def test_hyde_encodes_with_the_profiled_dense_entry():
     assert paper.index.key() == contriever.with_profile("paper").index.key() != card.index.key()
     assert side_spec(paper.options, "q") == side_spec(contriever.with_profile("paper").options, "q")
     assert side_spec(card.options, "q") == side_spec(contriever.options, "q")
+
+
+def test_generation_shows_one_progress_bar_per_pass_and_none_when_cached(tmp_path, monkeypatch, capsys):
+    """A generation pass reports its progress in prompts (a tiny model of the real generator's architecture);
+    prompts served from the cache start no bar."""
+    from irgrid.generation import Decoding, Generator
+    from irgrid.models import resolve
+    from irgrid.prompts import Prompt
+
+    monkeypatch.setenv("IRGRID_TINY_MODELS", "1")
+    monkeypatch.setenv("IRGRID_CACHE", str(tmp_path / "cache"))
+    resolved = resolve(irgrid.retriever("query2doc").all_models()["generator"])
+    gen = Generator(resolved, Prompt("Write a passage about: {query}"), Decoding(max_new_tokens=2, batch_size=2),
+                    device="cpu")
+    gen.generate(["what is dna?", "vitamin d and bone density", "a third query"])
+    err = capsys.readouterr().err
+    assert "generating with Qwen/Qwen2.5-7B-Instruct" in err and "prompt" in err
+    gen.generate(["what is dna?"])
+    assert "generating with" not in capsys.readouterr().err

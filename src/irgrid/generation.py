@@ -136,10 +136,21 @@ class Generator:
             if k in found:
                 self.stats.hits += 1
                 self.stats.cached_seconds += found[k][1]
+        bar = None
+        if missing:  # one bar per generation pass, in prompts, with rate and ETA (cached prompts skip it)
+            from tqdm.auto import tqdm
+
+            from irgrid._util import progress_stream
+
+            stream = progress_stream()
+            bar = tqdm(total=len(missing), desc=f"generating with {self.resolved.ref}", unit="prompt",
+                       file=stream, mininterval=0.5 if stream.isatty() else 30, leave=False)
         for start in range(0, len(missing), self.decoding.batch_size):
             batch = missing[start: start + self.decoding.batch_size]
             t0 = time.perf_counter()
             outputs = self._generate_batch(batch)
+            if bar is not None:
+                bar.update(len(batch))
             per_item = (time.perf_counter() - t0) / len(batch)
             self.stats.calls += len(batch)
             self.stats.model_seconds += per_item * len(batch)
@@ -148,6 +159,8 @@ class Generator:
                 self._db.executemany("INSERT OR REPLACE INTO gen VALUES (?, ?, ?, ?)",
                                      [(self._item_key(t), o, per_item, meta) for t, o in zip(batch, outputs)])
             found.update({self._item_key(t): (o, per_item) for t, o in zip(batch, outputs)})
+        if bar is not None:
+            bar.close()
         return [found[k][0] for k in keys]
 
     def _generate_batch(self, texts: list[str]) -> list[str]:
