@@ -438,3 +438,20 @@ def test_typo_in_a_collection_measures_fails_before_any_cell(slice_root, tmp_pat
     proc = _cli("run", str(exp), "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "out"))
     assert proc.returncode == 2 and "'nDCG@ten' is not a measure" in proc.stderr, proc.stderr[-2000:]
     assert not (tmp_path / "cache" / "runs").exists()
+
+
+def test_read_only_out_is_found_before_any_cell_even_as_root(tmp_path):
+    """A real write probe: os.access says yes to root on a read-only mount, the probe does not."""
+    from irgrid.grid import check_out
+    from irgrid.report import OutputError
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,ro", "tmpfs", str(ro)], capture_output=True).returncode:
+        pytest.skip("cannot mount a read-only tmpfs here (needs root); non-root users get EACCES the same way")
+    try:
+        with pytest.raises(OutputError, match=r"--out .*ro/out: .*ro is not writable \(Read-only file system\)"):
+            check_out(ro / "out")
+    finally:
+        subprocess.run(["umount", str(ro)], capture_output=True)
+    check_out(tmp_path / "fine")  # a creatable folder passes

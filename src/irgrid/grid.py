@@ -456,8 +456,15 @@ def check_out(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise OutputError(f"--out {out} is a file, not a folder; give a folder path")
     probe_dir = out if out.exists() else next((p for p in out.parents if p.exists()), Path("/"))
-    if not os.access(probe_dir, os.W_OK | os.X_OK):
-        raise OutputError(f"--out {out}: {probe_dir} is not writable; choose a folder you can write to")
+    # a real write, not os.access: root passes os.access on a read-only mount or a chattr +i folder
+    try:
+        import tempfile
+
+        with tempfile.NamedTemporaryFile(dir=probe_dir, prefix=".irgrid-probe-"):
+            pass
+    except OSError as e:
+        raise OutputError(f"--out {out}: {probe_dir} is not writable ({e.strerror or e}); choose a folder you "
+                          f"can write to") from None
 
 
 @contextlib.contextmanager
