@@ -17,7 +17,7 @@ export IRGRID_CACHE ?= $(abspath .cache/irgrid)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install quickstart test test-fast lint bench clean
+.PHONY: install quickstart test test-fast lint bench bench-scale clean
 
 install: $(STAMP)
 
@@ -48,6 +48,12 @@ bench: install
 	$(BIN)/python benchmarks/first_grid.py
 	$(BIN)/python benchmarks/encode.py
 	$(BIN)/python benchmarks/search.py
+
+# Cost at scale (benchmarks/scale.py): 10k, 100k, 1M synthetic documents per backend, ~30 min on 2 cores.
+# Writes benchmarks/results/scale.{csv,png} and scale_fit.csv; corpora and indexes live under SCALE_WORK.
+SCALE_WORK ?= $(abspath .cache/scale)
+bench-scale: install
+	cd benchmarks && ../$(BIN)/python scale.py --work $(SCALE_WORK) --out results $(SCALE_ARGS)
 
 clean:
 	rm -rf results .cache
