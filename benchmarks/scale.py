@@ -22,7 +22,6 @@ import argparse
 import json
 import math
 import os
-import re
 import subprocess
 import sys
 import time
@@ -41,15 +40,15 @@ MSMARCO, PAPER_GRID = 8_841_823, 37_000_000
 N_SINGLE, N_BATCH, K = 100, 1000, 1000  # queries timed one at a time, queries per batch, results per query
 
 # backend -> (what it measures, the largest size it runs at by default: None = every size)
-BACKENDS: dict[str, tuple[str, int | None]] = {
-    "lucene": ("Lucene BM25 (Anserini via pyserini), indexing threads = cores", None),
+BACKENDS: dict[str, tuple[str, int | None]] = {  # in the order they run at each size
     "lucene-1t": ("Lucene BM25, one indexing thread (build only)", None),
+    "lucene": ("Lucene BM25 (Anserini via pyserini), indexing threads = cores", None),
     "pisa": ("PISA BM25, Porter2 (`bm25-pisa`), threads = cores", None),
     "lucene-pisa": ("Lucene-analysed BM25 impacts in PISA (`bm25-lucene-pisa`)", None),
     "impact": ("learned-sparse PISA impact index, random impacts (SPLADE-like shape)", None),
     "dense-384": ("exact dense search, 384-d random unit vectors: faiss flat and torch matmul", None),
     "dense-768": ("exact dense search, 768-d random unit vectors: faiss flat and torch matmul", None),
-    "plaid": ("PLAID-structured late-interaction index (random 128-d token vectors)", 10_000),
+    "plaid": ("PLAID-structured late-interaction index (random 128-d token vectors)", 2_000),
     "encode": ("streaming encoding into a FlexIndex, tiny random-weight MiniLM (engine)", 100_000),
 }
 
@@ -117,6 +116,18 @@ def read_docs(path: Path, n: int) -> Iterator[dict[str, str]]:
 
 
 # -- measuring -----------------------------------------------------------------------------------------------------
+_BUILD_RSS: list[float] = []
+
+
+def _built() -> float:
+    """Peak RSS (MB) so far of this process and its reaped children (e.g. analysis workers): the build's."""
+    import resource
+
+    mb = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    _BUILD_RSS.append(mb / 1024)
+    return time.perf_counter()
+
+
 def _du(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
 
@@ -151,6 +162,7 @@ def child(backend: str, n: int, corpus: Path, work: Path) -> list[dict]:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     rows = []
+    _BUILD_RSS.clear()
     if backend in ("lucene", "lucene-1t"):
         from irgrid.backends.lucene import LuceneIndex
 
@@ -158,7 +170,7 @@ def child(backend: str, n: int, corpus: Path, work: Path) -> list[dict]:
         index = LuceneIndex(out / "lucene")
         t = time.perf_counter()
         index.index(read_docs(corpus, n), threads=threads)
-        build = time.perf_counter() - t
+        build = _built() - t
         row = {"build_s": build, "threads": threads}
         if backend == "lucene":
             retr = index.bm25(num_results=K, threads=CORES)
@@ -172,7 +184,7 @@ def child(backend: str, n: int, corpus: Path, work: Path) -> list[dict]:
         index = PisaIndex(str(out / "pisa"), stemmer="porter2", stops="terrier", threads=CORES)
         t = time.perf_counter()
         index.indexer(text_field="text").index(read_docs(corpus, n))
-        build = time.perf_counter() - t
+        build = _built() - t
         retr = index.bm25(k1=0.9, b=0.4, num_results=K, threads=CORES)
         topics = _topics(queries)
         rows.append({"build_s": build, "threads": CORES,
@@ -183,7 +195,7 @@ def child(backend: str, n: int, corpus: Path, work: Path) -> list[dict]:
 
         t = time.perf_counter()
         build(out / "lp", read_docs(corpus, n), docs_count=n)
-        b = time.perf_counter() - t
+        b = _built() - t
         retr = LucenePisaIndex(out / "lp").bm25(num_results=K, threads=CORES)
         topics = _topics(queries)
         rows.append({"build_s": b, "threads": default_workers(n),
@@ -200,6 +212,7 @@ def child(backend: str, n: int, corpus: Path, work: Path) -> list[dict]:
     else:
         raise SystemExit(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
     for r in rows:
+        r["build_rss_mb"] = _BUILD_RSS[0] if _BUILD_RSS else float("nan")
         r.setdefault("backend", backend)
         r["index_bytes"] = r.get("index_bytes") or _du(out)
     if not os.environ.get("IRGRID_SCALE_KEEP"):
@@ -233,7 +246,7 @@ def _impact(n: int, out: Path) -> dict:
     index = PisaIndex(str(out / "pisa"), stemmer="none", stops="none", threads=CORES)
     t = time.perf_counter()
     index.toks_indexer(scale=1.0).index(docs())
-    build = time.perf_counter() - t
+    build = _built() - t
     rng = np.random.default_rng(99)
     qs = []
     for _ in range(N_BATCH):
@@ -268,7 +281,7 @@ def _dense(n: int, dim: int, out: Path) -> list[dict]:
 
     t = time.perf_counter()
     FlexIndex(str(out / "flex")).indexer().index(records())
-    build = time.perf_counter() - t
+    build = _built() - t
     size = _du(out)
     flex = FlexIndex(str(out / "flex"))
     qv = _unit(np.random.default_rng(5), N_BATCH, dim)
@@ -317,7 +330,7 @@ def _plaid(model: dict[str, np.ndarray], n: int, out: Path) -> dict:
     index = LateInteractionIndex(out / "late")
     t = time.perf_counter()
     meta = index.build(chunks())
-    build = time.perf_counter() - t
+    build = _built() - t
     retr = index.retriever(num_results=K)
     rng = np.random.default_rng(17)
     qs = [_unit(rng, 32, 128) for _ in range(200)]
@@ -340,7 +353,7 @@ def _encode(corpus: Path, n: int, out: Path) -> dict:
     engine = engine_for(spec, "d", resolve(spec.document_model), pick_device(None), 64)
     t = time.perf_counter()
     record = index_dense(engine, read_docs(corpus, n), out / "flex")
-    build = time.perf_counter() - t
+    build = _built() - t
     return {"build_s": build, "threads": CORES, "device": record.get("device", "")}
 
 
@@ -376,7 +389,7 @@ def run_child(backend: str, n: int, corpus: Path, work: Path, timeout: float) ->
 def fit(rows: list[dict]) -> list[dict]:
     """cost = a * n^k by least squares on log-log axes, per backend and cost, with extrapolations."""
     out = []
-    costs = {"build_s": "build seconds", "peak_rss_mb": "peak RSS MB", "index_bytes": "index bytes",
+    costs = {"build_s": "build seconds", "build_rss_mb": "build peak RSS MB", "peak_rss_mb": "peak RSS MB", "index_bytes": "index bytes",
              "p50_ms": "p50 ms", "p95_ms": "p95 ms", "qps": "queries/s (batch)"}
     for backend in sorted({r["backend"] for r in rows}):
         pts = sorted((r for r in rows if r["backend"] == backend), key=lambda r: r["docs"])
@@ -399,7 +412,7 @@ def plot(rows: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [("build_s", "index build (s)"), ("peak_rss_mb", "peak RSS (MB)"), ("index_bytes", "index size (bytes)"),
+    panels = [("build_s", "index build (s)"), ("build_rss_mb", "peak RSS while building (MB)"), ("index_bytes", "index size (bytes)"),
               ("p50_ms", "single query p50 (ms)"), ("p95_ms", "single query p95 (ms)"), ("qps", "batched queries/s")]
     fig, axes = plt.subplots(2, 3, figsize=(16, 9))
     for ax, (key, title) in zip(axes.flat, panels):
@@ -430,9 +443,11 @@ def main() -> None:
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS))
     parser.add_argument("--max-size", nargs="*", default=[], metavar="BACKEND=N",
                         help="override a backend's largest size, e.g. encode=1000000 plaid=10000")
-    parser.add_argument("--extra-sizes", nargs="*", default=["plaid=2500,5000"], metavar="BACKEND=N,N",
+    parser.add_argument("--extra-sizes", nargs="*", default=["plaid=500,1000,2000", "encode=2500"], metavar="BACKEND=N,N",
                         help="smaller sizes for backends capped below the second size, so they get a fit too")
     parser.add_argument("--budget-s", type=float, default=900.0, help="per (backend, size) time limit")
+    parser.add_argument("--total-min", type=float, default=29.0,
+                        help="whole-run budget: a backend whose projected next size would overrun it stops there")
     parser.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "irgrid-scale")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--tag", default="scale")
@@ -442,7 +457,6 @@ def main() -> None:
         backend, n, corpus, work = args.child
         print(json.dumps(child(backend, int(n), Path(corpus), Path(work))), flush=True)
         return
-    started = time.perf_counter()
     args.work.mkdir(parents=True, exist_ok=True)
     args.out.mkdir(parents=True, exist_ok=True)
     caps = {b: m for b, (_, m) in BACKENDS.items()}
@@ -451,23 +465,38 @@ def main() -> None:
     model = corpus_model(args.work)
     top = max(args.sizes)
     corpus = args.work / f"corpus-{top}.tsv"
-    if not corpus.exists():
+    if not corpus.exists():  # reused by later runs (deterministic); not part of any backend's cost
         gen = write_corpus(model, top, corpus)
         print(f"corpus: {top:,} documents in {gen:.0f} s ({_du(corpus) / 2**20:.0f} MiB), "
               f"{len(model['words']):,} staged words, mean {model['lengths'].mean():.0f} words/doc", flush=True)
+    started = time.perf_counter()
     rows: list[dict] = []
     stopped: set[str] = set()
+    last: dict[str, tuple[int, float]] = {}  # backend -> (size, wall seconds) of its last run
+    order = list(BACKENDS)
     plan = sorted({(n, b) for b in args.backends for n in args.sizes + extra.get(b, [])
-                   if caps.get(b) is None or n <= caps[b]})
+                   if caps.get(b) is None or n <= caps[b]}, key=lambda p: (p[0], order.index(p[1])))
+    total = 60 * args.total_min
     for n, backend in plan:
         if backend in stopped:
             continue
-        got = run_child(backend, n, corpus, args.work, args.budget_s)
+        elapsed = time.perf_counter() - started
+        if backend in last:  # linear projection from its previous size; skipped if it would overrun the budget
+            size, wall = last[backend]
+            projected = wall * n / size
+            if elapsed + projected > total:
+                print(f"  {backend} at {n:,}: skipped, projected {projected:.0f} s from {size:,} docs exceeds the "
+                      f"remaining {max(total - elapsed, 0):.0f} s of --total-min {args.total_min:g}", flush=True)
+                stopped.add(backend)
+                continue
+        got = run_child(backend, n, corpus, args.work, min(args.budget_s, max(total - elapsed, 30)))
         if not got:
             stopped.add(backend)
+            continue
+        last[backend] = (n, got[0]["wall_s"])
         for r in got:
-            print(f"  {r['backend']:<18} {n:>9,} docs: build {r['build_s']:8.1f} s ({r['docs_per_s']:9.0f} docs/s) "
-                  f"RSS {r['peak_rss_mb']:7.0f} MB  size {r['index_bytes'] / 2**20:8.1f} MiB  "
+            print(f"  {r['backend']:<16} {n:>9,} docs: build {r['build_s']:8.1f} s ({r['docs_per_s']:8.0f} docs/s) "
+                  f"RSS {r['build_rss_mb']:6.0f}/{r['peak_rss_mb']:6.0f} MB  size {r['index_bytes'] / 2**20:8.1f} MiB  "
                   f"p50 {r.get('p50_ms', float('nan')):7.2f} ms  p95 {r.get('p95_ms', float('nan')):7.2f} ms  "
                   f"{r.get('qps', float('nan')):8.1f} q/s", flush=True)
         rows.extend(got)
@@ -481,7 +510,7 @@ def main() -> None:
 def summary(rows: list[dict], fits: list[dict], wall: float) -> None:
     print(f"\ngrowth exponents (cost ~ n^k) and extrapolations; wall time {wall / 60:.1f} min on {CORES} cores")
     for f in fits:
-        if f["cost"] in ("build_s", "peak_rss_mb", "p50_ms", "qps"):
+        if f["cost"] in ("build_s", "build_rss_mb", "p50_ms", "qps"):
             print(f"  {f['backend']:<18} {f['what']:<18} k={f['exponent']:5.2f}  ({f['min_docs']:,}..{f['max_docs']:,})"
                   f"  8.8M: {f['at_msmarco']:12.4g}  37M: {f['at_paper_grid']:12.4g}")
     by = {(r["backend"], r["docs"]): r for r in rows}
@@ -492,8 +521,9 @@ def summary(rows: list[dict], fits: list[dict], wall: float) -> None:
               f"{many['threads']} -> speed-up x{one['build_s'] / many['build_s']:.2f}")
     enc = sorted((r for r in rows if r["backend"] == "encode"), key=lambda r: r["docs"])
     if len(enc) >= 2:
-        print(f"streaming encoding peak RSS: {enc[0]['peak_rss_mb']:.0f} MB at {enc[0]['docs']:,}, "
-              f"{enc[-1]['peak_rss_mb']:.0f} MB at {enc[-1]['docs']:,} -> x{enc[-1]['peak_rss_mb'] / enc[0]['peak_rss_mb']:.3f}")
+        first, most = enc[0]["peak_rss_mb"], enc[-1]["peak_rss_mb"]
+        print(f"streaming encoding peak RSS: {first:.0f} MB at {enc[0]['docs']:,}, {most:.0f} MB at "
+              f"{enc[-1]['docs']:,} -> x{most / first:.3f}")
 
 
 if __name__ == "__main__":

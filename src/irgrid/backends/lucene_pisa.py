@@ -201,7 +201,8 @@ class LucenePisaIndex:
         self.path = Path(path)
         self.stats = json.loads((self.path / "lucene-bm25.json").read_text())
 
-    def bm25(self, k1: float = 0.9, b: float = 0.4, num_results: int = 1000, threads: int = 1) -> pt.Transformer:
+    def bm25(self, k1: float = 0.9, b: float = 0.4, num_results: int = 1000,
+             threads: int | None = None) -> pt.Transformer:
         if (k1, b) != (self.stats["k1"], self.stats["b"]):
             raise ValueError(
                 f"{self.path}: this index holds BM25 weights for k1={self.stats['k1']}, b={self.stats['b']}, "
@@ -209,7 +210,10 @@ class LucenePisaIndex:
         from pyterrier_pisa import PisaIndex
 
         pisa = PisaIndex(str(self.path / "pisa"), stemmer="none", stops="none")
-        retr = pisa.quantized(num_results=num_results, threads=threads, query_weighted=True, toks_scale=1.0)
+        from irgrid.backends.lucene import available_cores
+
+        retr = pisa.quantized(num_results=num_results, threads=threads or available_cores(), query_weighted=True,
+                              toks_scale=1.0)
         scale = float(self.stats["scale"])
         rescale = pt.apply.generic(lambda df: df.assign(score=df["score"] / scale) if len(df) else df)
         return LuceneAnalyzedQuery() >> retr >> rescale >> pt.apply.generic(_drop_toks)
