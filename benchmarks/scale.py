@@ -169,7 +169,7 @@ def child(backend: str, n: int, corpus: Path, work: Path) -> list[dict]:
         threads = 1 if backend == "lucene-1t" else CORES
         index = LuceneIndex(out / "lucene")
         t = time.perf_counter()
-        index.index(read_docs(corpus, n), threads=threads)
+        index.index(read_docs(corpus, n), threads=threads, docs_count=n)
         build = _built() - t
         row = {"build_s": build, "threads": threads}
         if backend == "lucene":
