@@ -415,19 +415,22 @@ def plot(rows: list[dict], path: Path) -> None:
     panels = [("build_s", "index build (s)"), ("build_rss_mb", "peak RSS while building (MB)"), ("index_bytes", "index size (bytes)"),
               ("p50_ms", "single query p50 (ms)"), ("p95_ms", "single query p95 (ms)"), ("qps", "batched queries/s")]
     fig, axes = plt.subplots(2, 3, figsize=(16, 9))
+    backends = sorted({r["backend"] for r in rows})
+    colours = {b: plt.get_cmap("tab20")(i % 20) for i, b in enumerate(backends)}  # one colour per backend
     for ax, (key, title) in zip(axes.flat, panels):
-        for backend in sorted({r["backend"] for r in rows}):
+        for backend in backends:
             pts = sorted(((r["docs"], r[key]) for r in rows if r["backend"] == backend and r.get(key)
                           and r[key] > 0), key=lambda p: p[0])
             if pts:
-                ax.plot(*zip(*pts), marker="o", label=backend)
+                ax.plot(*zip(*pts), marker="o", label=backend, color=colours[backend])
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("documents")
         ax.set_title(title)
         ax.grid(True, which="both", alpha=0.3)
-    axes.flat[0].legend(fontsize=7)
-    fig.tight_layout()
+    handles = [plt.Line2D([], [], color=colours[b], marker="o", label=b) for b in backends]
+    fig.legend(handles=handles, loc="lower center", ncol=len(backends), fontsize=8)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
     fig.savefig(path, dpi=110)
 
 
@@ -452,8 +455,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--tag", default="scale")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--replot", action="store_true", help="redraw the PNG from the stored CSV")
     parser.add_argument("--markdown", action="store_true", help="print the stored results as Markdown tables")
     args = parser.parse_args()
+    if args.replot:  # the figure again from the stored CSV, without measuring
+        import pandas as pd
+
+        plot(pd.read_csv(args.out / f"{args.tag}.csv").to_dict("records"), args.out / f"{args.tag}.png")
+        return
     if args.markdown:
         print(markdown(args.out / f"{args.tag}.csv", args.out / f"{args.tag}_fit.csv"))
         return
