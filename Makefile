@@ -17,7 +17,7 @@ export IRGRID_CACHE ?= $(abspath .cache/irgrid)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install quickstart test test-fast lint bench clean qa-replay qa-judges
+.PHONY: install quickstart test test-fast lint bench bench-scale clean qa-replay qa-judges
 
 install: $(STAMP)
 
@@ -69,6 +69,11 @@ qa-judges: install
 		--questions 50
 	$(BIN)/irgrid qa replay $(QA_OUTPUTS)/oe_human_review.jsonl.gz --out results/qa-judges/replay \
 		--measures coverage
+# Cost at scale (benchmarks/scale.py): 10k, 100k, 1M synthetic documents per backend, ~30 min on 2 cores.
+# Writes benchmarks/results/scale.{csv,png} and scale_fit.csv; corpora and indexes live under SCALE_WORK.
+SCALE_WORK ?= $(abspath .cache/scale)
+bench-scale: install
+	cd benchmarks && ../$(BIN)/python scale.py --work $(SCALE_WORK) --out results $(SCALE_ARGS)
 
 clean:
 	rm -rf results .cache

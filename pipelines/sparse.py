@@ -9,7 +9,9 @@ from irgrid.retrievers import BuildContext, IndexRecipe, QueryContext, Retriever
 def build_lucene(ctx: BuildContext) -> None:
     from irgrid.backends.lucene import LuceneIndex
 
-    LuceneIndex(ctx.path / "lucene").index(ctx.docs(), threads=int(ctx.params.get("threads", 1)))
+    threads = ctx.params.get("threads")  # default: every available core (Anserini's IndexCollection threads)
+    LuceneIndex(ctx.path / "lucene").index(ctx.docs(), threads=int(threads) if threads else None,
+                                           docs_count=ctx.docs_count)
 
 
 def open_lucene(path, params, models):
@@ -21,7 +23,10 @@ def open_lucene(path, params, models):
 def build_pisa(ctx: BuildContext) -> None:
     from pyterrier_pisa import PisaIndex
 
-    index = PisaIndex(str(ctx.path / "pisa"), stemmer=ctx.params["stemmer"], stops=ctx.params["stops"], threads=1)
+    from irgrid.backends.lucene import available_cores
+
+    index = PisaIndex(str(ctx.path / "pisa"), stemmer=ctx.params["stemmer"], stops=ctx.params["stops"],
+                      threads=available_cores())
     index.indexer(text_field="text").index(ctx.docs())
 
 
@@ -29,6 +34,19 @@ def open_pisa(path, params, models):
     from pyterrier_pisa import PisaIndex
 
     return PisaIndex(str(path / "pisa"), stemmer=params["stemmer"], stops=params["stops"])
+
+
+def build_lucene_pisa(ctx: BuildContext) -> None:
+    from irgrid.backends.lucene_pisa import build
+
+    p = ctx.params
+    build(ctx.path / "lucene-pisa", ctx.docs(), k1=p["k1"], b=p["b"], scale=p["scale"], docs_count=ctx.docs_count)
+
+
+def open_lucene_pisa(path, params, models):
+    from irgrid.backends.lucene_pisa import LucenePisaIndex
+
+    return LucenePisaIndex(path / "lucene-pisa")
 
 
 def bm25_query(index, ctx: QueryContext):
@@ -42,6 +60,11 @@ LUCENE_FLAT = IndexRecipe("lucene-flat", build=build_lucene, open=open_lucene)
 PISA_PORTER2 = IndexRecipe(
     "pisa-porter2", build=build_pisa, open=open_pisa, params={"stemmer": "porter2", "stops": "terrier"},
     isolate=True,
+)
+# Anserini's analysis and Lucene's BM25 weights (k1/b fixed at indexing), quantised (x1000) into a PISA impact index.
+LUCENE_PISA = IndexRecipe(
+    "lucene-bm25-pisa", build=build_lucene_pisa, open=open_lucene_pisa,
+    params={"k1": 0.9, "b": 0.4, "scale": 1000.0},
 )
 BM25_OPTIONS = {"k1": 0.9, "b": 0.4, "num_results": 1000}
 
@@ -62,4 +85,10 @@ register(Retriever(
     name="bm25-pisa", family="sparse", architecture="lexical",
     index=PISA_PORTER2, query=bm25_query, options=BM25_OPTIONS, extra="pisa",
     reference="pyterrier-pisa BM25; same parameters as the paper's Lucene BM25",
+))
+register(Retriever(
+    name="bm25-lucene-pisa", family="sparse", architecture="lexical",
+    index=LUCENE_PISA, query=bm25_query, options=BM25_OPTIONS, extra="lucene",
+    reference="the paper's Lucene BM25 (Anserini analysis, Lucene BM25 weights and length norms, k1=0.9 b=0.4) "
+              "precomputed into a PISA impact index; nDCG@10/AP within 0.002 of `bm25` (tests)",
 ))

@@ -163,6 +163,9 @@ def cmd_run(args) -> int:
         print(f"\n{len(rows)} cells: {counts['cached']} cached, {counts['to run']} to run "
               f"(≈ {_fmt_seconds(sum(known))} measured + {unknown} without a measured throughput), "
               f"{counts['unresolvable']} unresolvable offline")
+        from irgrid.grid import family_projection, format_family_projection
+
+        sys.stdout.write(format_family_projection(family_projection(spec, rows)))
         return 0
     from irgrid.executors import ExecutorConfig
 

@@ -683,3 +683,36 @@ def _copy_atomic(src: Path, dst: Path) -> None:
 
     with atomic_path(dst, suffix=".res.gz") as tmp:
         shutil.copyfile(src, tmp)
+
+
+def family_projection(spec: ExperimentSpec, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Projected hours per retriever family for the cells still to run (from `plan`'s estimates, i.e. indexing
+    docs/s and ms/query measured earlier in this cache), with the retrievers that have no measured throughput."""
+    families = {r.name: r.family for r in spec.retrievers}
+    out: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if row["status"] != "to run":
+            continue
+        fam = out.setdefault(families.get(row["retriever"], "?"), {"cells": 0, "measured": 0, "seconds": 0.0,
+                                                                     "unmeasured": []})
+        fam["cells"] += 1
+        if row["est_seconds"] is None:
+            if row["retriever"] not in fam["unmeasured"]:
+                fam["unmeasured"].append(row["retriever"])
+        else:
+            fam["measured"] += 1
+            fam["seconds"] += row["est_seconds"]
+    return [{"family": f, "cells": v["cells"], "measured_cells": v["measured"], "hours": v["seconds"] / 3600,
+             "unmeasured": v["unmeasured"]} for f, v in sorted(out.items())]
+
+
+def format_family_projection(projection: list[dict[str, Any]]) -> str:
+    if not projection:
+        return "projected time: nothing to run\n"
+    lines = ["projected time per retriever family (throughputs measured in this cache):"]
+    for p in projection:
+        line = (f"  {p['family']:<17} {p['hours']:8.2f} h for {p['measured_cells']}/{p['cells']} cells to run")
+        if p["unmeasured"]:
+            line += f"; unmeasured (no indexing docs/s or ms/query cached): {', '.join(p['unmeasured'])}"
+        lines.append(line)
+    return "\n".join(lines) + "\n"

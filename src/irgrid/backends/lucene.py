@@ -66,20 +66,50 @@ def _has_vector_module(java_home: str) -> bool:
         return False
 
 
+def available_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 class LuceneIndex:
     """A Lucene index on disk; hands out retrieval transformers, like PyTerrier's index artifacts."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
 
-    def index(self, docs: Iterable[dict[str, str]], threads: int = 1) -> None:
-        start_jvm()
-        from pyserini.index.lucene import LuceneIndexer
+    def index(self, docs: Iterable[dict[str, str]], threads: int | None = None, docs_count: int | None = None,
+              per_file: int = 100_000) -> None:
+        """Anserini's IndexCollection over JSON-lines files written from `docs`: its threads (default: all cores)
+        analyse files in parallel, in Java. (pyserini's LuceneIndexer adds documents from the calling Python
+        thread, so its `threads` cannot help.) Files hold contiguous runs of documents; with one thread the
+        documents keep their input order."""
+        import json
+        import tempfile
 
-        indexer = LuceneIndexer(str(self.path), threads=threads, append=False)
-        for doc in docs:
-            indexer.add_doc_dict({"id": doc["docno"], "contents": doc["text"]})
-        indexer.close()
+        threads = threads or available_cores()
+        if docs_count:  # at least one file per thread, so every thread has work
+            per_file = max(1, min(per_file, -(-docs_count // threads)))
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="jsonl.", dir=self.path.parent) as tmp:
+            f, count = None, 0
+            for doc in docs:
+                if count % per_file == 0:
+                    if f:
+                        f.close()
+                    f = open(Path(tmp) / f"part{count // per_file:05d}.jsonl", "w", encoding="utf-8")
+                f.write(json.dumps({"id": doc["docno"], "contents": doc["text"]}) + "\n")
+                count += 1
+            if f:
+                f.close()
+            if count == 0:
+                raise ValueError(f"{self.path}: no documents to index")
+            start_jvm()
+            from jnius import autoclass
+
+            autoclass("io.anserini.index.IndexCollection").main([
+                "-collection", "JsonCollection", "-input", tmp, "-index", str(self.path),
+                "-generator", "DefaultLuceneDocumentGenerator", "-threads", str(threads), "-quiet"])
+        if not (self.path / "segments_1").exists() and not any(self.path.glob("segments_*")):
+            raise RuntimeError(f"{self.path}: Anserini's IndexCollection wrote no index (see its log above)")
 
     def bm25(self, k1: float = 0.9, b: float = 0.4, num_results: int = 1000, threads: int = 2) -> LuceneBM25:
         return LuceneBM25(self.path, k1=k1, b=b, num_results=num_results, threads=threads)
