@@ -17,7 +17,7 @@ export IRGRID_CACHE ?= $(abspath .cache/irgrid)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install quickstart test test-fast lint bench bench-scale clean qa-replay qa-judges
+.PHONY: install quickstart test test-all test-fast lint bench bench-scale clean qa-replay qa-judges
 
 install: $(STAMP)
 
@@ -35,8 +35,12 @@ $(STAMP): pyproject.toml constraints.txt Makefile
 quickstart: install
 	$(BIN)/irgrid run experiments/quickstart.yaml --out results/quickstart
 
+# CI's command: every tier but `heavy` (< 30 min on 2 cores). test-all adds the heavy end-to-end checks.
 test: install
-	$(BIN)/python -m pytest -x -q --durations=15
+	$(BIN)/python -m pytest -x -q --durations=15 -m "not heavy"
+
+test-all: install
+	$(BIN)/python -m pytest -x -q --durations=25
 
 test-fast: install
 	$(BIN)/python -m pytest -x -q -m "not slow"

@@ -58,8 +58,8 @@ def test_scores_are_lucenes_up_to_quantisation(shared_store):
     assert ((merged["score_lucene"] - merged["score_pisa"]).abs() <= bound).all()
 
 
-@pytest.mark.parametrize("name", ["vaswani", pytest.param("disastqa/derived", marks=pytest.mark.slow),
-                                  pytest.param("beir/scifact/test", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("name", ["vaswani", pytest.param("disastqa/derived", marks=[pytest.mark.slow, pytest.mark.heavy]),
+                                  pytest.param("beir/scifact/test", marks=[pytest.mark.slow, pytest.mark.heavy])])
 def test_effectiveness_within_0002_of_lucene(name, shared_store):
     dataset = get_dataset(name)
     topics = dataset.topics()

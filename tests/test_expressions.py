@@ -276,6 +276,7 @@ def test_dense_reranker_without_an_index_encodes_the_candidates_texts(slice_grid
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # full SciFact with MiniLM: `make test-all`
 def test_scifact_cascade_rrf_and_linear_fusion(shared_store, tmp_path, monkeypatch):
     spec = load(ROOT / "experiments" / "compose.yaml")
     results = grid.run(spec, out=tmp_path / "a", store=shared_store, fail_fast=True)

@@ -15,6 +15,7 @@ from conftest import write_scifact_slice
 HERE = Path(__file__).resolve().parent
 
 
+@pytest.mark.heavy
 @pytest.mark.slow  # ~41 tiny grids in forked processes: 1.5-9 min on 2 shared cores
 def test_killed_anywhere_rerun_is_identical(tmp_path):
     write_scifact_slice(tmp_path, 12, 150)

@@ -51,6 +51,7 @@ ONE_PER_FAMILY = {"sparse/lexical": "bm25", "sparse/learned": "unicoil", "dense"
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # five tiny models through the whole paper grid path: `make test-all`
 def test_paper_grid_runs_tiny_on_what_is_staged(tmp_path):
     """`irgrid run experiments/paper.yaml --tiny-models`, restricted to the staged datasets (a query subset) and one
     entry per family, finishes: every cell in results.csv, every aggregate either in results.csv or in

