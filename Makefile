@@ -45,8 +45,10 @@ test-all: install
 test-fast: install
 	$(BIN)/python -m pytest -x -q -m "not slow"
 
+# Style and architecture: ruff, the import-layer contract (pyproject [tool.importlinter]) and no import cycle.
 lint: install
 	$(BIN)/ruff check src pipelines tests benchmarks
+	$(BIN)/lint-imports
 
 bench: install
 	$(BIN)/python benchmarks/first_grid.py

@@ -15,7 +15,7 @@ import ir_measures
 from bm25_latency import batch_ms, per_query_ms  # same folder: shared timing loop
 
 import irgrid
-from irgrid.datasets import get as get_dataset
+from irgrid.data.datasets import get as get_dataset
 
 MEASURES = [ir_measures.nDCG @ 10, ir_measures.AP]
 

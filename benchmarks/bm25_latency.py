@@ -13,7 +13,7 @@ import statistics
 import time
 
 import irgrid
-from irgrid.datasets import get as get_dataset
+from irgrid.data.datasets import get as get_dataset
 
 
 def per_query_ms(pipeline, topics, repeats: int) -> float:

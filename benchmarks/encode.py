@@ -68,9 +68,9 @@ def main() -> None:
     import torch
     from pyterrier_dr import SBertBiEncoder
 
-    from irgrid.datasets import get as get_dataset
-    from irgrid.encoders import ENCODERS, Engine, pick_device
-    from irgrid.models import resolve
+    from irgrid.data.datasets import get as get_dataset
+    from irgrid.dense.encoders import ENCODERS, Engine, pick_device
+    from irgrid.models.resolver import resolve
 
     device = pick_device(args.device)
     docs = list(itertools.islice(get_dataset(args.dataset).docs(), args.docs))

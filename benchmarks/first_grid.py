@@ -14,7 +14,7 @@ import time
 import pandas as pd
 from bm25_latency import measure_bm25  # same folder: the BM25 timing code is shared
 
-from irgrid.datasets import get as get_dataset
+from irgrid.data.datasets import get as get_dataset
 
 
 def main() -> None:
@@ -30,8 +30,8 @@ def main() -> None:
 
     from pyterrier_dr import SBertBiEncoder
 
-    from irgrid.encoders import ENCODERS, Engine, pick_device
-    from irgrid.models import resolve
+    from irgrid.dense.encoders import ENCODERS, Engine, pick_device
+    from irgrid.models.resolver import resolve
 
     device = pick_device(None)
     docs = list(itertools.islice(dataset.docs(), args.docs))

@@ -60,7 +60,7 @@ def corpus_model(work: Path) -> dict[str, np.ndarray]:
     if path.exists():
         z = np.load(path, allow_pickle=True)
         return {k: z[k] for k in z.files}
-    from irgrid.datasets import get
+    from irgrid.data.datasets import get
 
     counts: Counter[str] = Counter()
     lengths: list[int] = []
@@ -164,7 +164,7 @@ def child(backend: str, n: int, corpus: Path, work: Path) -> list[dict]:
     rows = []
     _BUILD_RSS.clear()
     if backend in ("lucene", "lucene-1t"):
-        from irgrid.backends.lucene import LuceneIndex
+        from irgrid.sparse.lucene import LuceneIndex
 
         threads = 1 if backend == "lucene-1t" else CORES
         index = LuceneIndex(out / "lucene")
@@ -191,7 +191,7 @@ def child(backend: str, n: int, corpus: Path, work: Path) -> list[dict]:
                      **_latency(lambda q: retr.transform(topics.iloc[[q]]), lambda qs: retr.transform(topics.iloc[qs]),
                                 list(range(len(queries))))})
     elif backend == "lucene-pisa":
-        from irgrid.backends.lucene_pisa import LucenePisaIndex, build, default_workers
+        from irgrid.sparse.lucene_pisa import LucenePisaIndex, build, default_workers
 
         t = time.perf_counter()
         build(out / "lp", read_docs(corpus, n), docs_count=n)
@@ -271,7 +271,7 @@ def _dense(n: int, dim: int, out: Path) -> list[dict]:
     import torch
     from pyterrier_dr import FlexIndex
 
-    from irgrid.dense_search import ExactRetriever
+    from irgrid.dense.search import ExactRetriever
 
     def records() -> Iterator[dict]:
         for c in range(math.ceil(n / CHUNK)):
@@ -313,7 +313,7 @@ def _dense(n: int, dim: int, out: Path) -> list[dict]:
 def _plaid(model: dict[str, np.ndarray], n: int, out: Path) -> dict:
     """Token vectors per document as many as its WordPiece tokens (~1.3 per word, at most 180, ColBERTv2's doc
     maximum), random unit 128-d; irgrid's LateInteractionIndex (k-means, 4 iterations) and its search."""
-    from irgrid.dense_search import LateInteractionIndex
+    from irgrid.dense.search import LateInteractionIndex
 
     def chunks() -> Iterator[tuple[list[str], list[np.ndarray]]]:
         for c in range(math.ceil(n / CHUNK)):
@@ -346,8 +346,8 @@ def _encode(corpus: Path, n: int, out: Path) -> dict:
     """The real dense indexing path (engine.stream -> FlexIndex) with a tiny random-weight model of the
     all-MiniLM-L6-v2 architecture: what must stay flat in memory however large the corpus."""
     os.environ["IRGRID_TINY_MODELS"] = "1"
-    from irgrid.encoders import ENCODERS, engine_for, index_dense, pick_device
-    from irgrid.models import resolve
+    from irgrid.dense.encoders import ENCODERS, engine_for, index_dense, pick_device
+    from irgrid.models.resolver import resolve
 
     spec = ENCODERS.get("all-minilm-l6-v2")
     engine = engine_for(spec, "d", resolve(spec.document_model), pick_device(None), 64)

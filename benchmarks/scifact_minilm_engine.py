@@ -15,7 +15,7 @@ import ir_measures
 import pyterrier as pt
 
 import irgrid
-from irgrid.datasets import get as get_dataset
+from irgrid.data.datasets import get as get_dataset
 from irgrid.store import Store
 
 
@@ -36,7 +36,7 @@ def main() -> None:
         from irgrid.pipelines.dense_encoder import MINILM
         from pyterrier_dr import FlexIndex, SBertBiEncoder
 
-        from irgrid.models import resolve
+        from irgrid.models.resolver import resolve
 
         model = SBertBiEncoder(resolve(MINILM.query_model).location, batch_size=32, device="cpu")
         import tempfile

@@ -26,7 +26,7 @@ def main() -> None:
 
     from pyterrier_dr import FlexIndex
 
-    from irgrid.dense_search import ExactRetriever
+    from irgrid.dense.search import ExactRetriever
 
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:

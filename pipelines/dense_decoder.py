@@ -8,9 +8,8 @@ options are commented out there as well).
 
 from __future__ import annotations
 
-from irgrid.dense_entry import dense_retriever
-from irgrid.encoders import EncoderSpec
-from irgrid.paper_code import (
+from irgrid.core.modelref import ModelRef
+from irgrid.core.paper_code import (
     ENCODER_PY,
     ENCODER_PY_OLD,
     GRITLM_PY,
@@ -20,8 +19,9 @@ from irgrid.paper_code import (
     generic,
     paper,
 )
-from irgrid.profiles import Setting
-from irgrid.retrievers import ModelRef
+from irgrid.core.profiles import Setting
+from irgrid.dense.encoders import EncoderSpec
+from irgrid.dense.entry import dense_retriever
 
 UNVERIFIED = "revision unverified offline: left unpinned"
 ST_HANDLER = "_load_model(): SentenceTransformer handler (fp32, normalize_embeddings=True, no prompt)"

@@ -1,19 +1,19 @@
 """Dense bi-encoders with an encoder-only backbone (Table 1), as data: each entry is an `EncoderSpec` run by the
-one engine in `irgrid.encoders` (documents stream into a pyterrier-dr FlexIndex; exact search).
+one engine in `irgrid.dense.encoders` (documents stream into a pyterrier-dr FlexIndex; exact search).
 
 An entry's defaults are the model card's / MTEB's values (its `card` profile says where each comes from); its
 `paper` profile holds what the paper's code (valentinsvelev/retriever-evaluation) ran where that differs, each
-setting naming the repository file it comes from (`irgrid.paper_code`). Revisions are pinned only where verified
+setting naming the repository file it comes from (`irgrid.core.paper_code`). Revisions are pinned only where verified
 (MTEB's model registry); `None` means unverified, stated in notes.
 """
 
 from __future__ import annotations
 
-from irgrid.dense_entry import dense_retriever
-from irgrid.encoders import EncoderSpec
-from irgrid.paper_code import ENCODER_PY, GENERIC_TITLES, MODELS_PY, REQUIREMENTS_OLD, generic, paper
-from irgrid.profiles import Setting
-from irgrid.retrievers import ModelRef
+from irgrid.core.modelref import ModelRef
+from irgrid.core.paper_code import ENCODER_PY, GENERIC_TITLES, MODELS_PY, REQUIREMENTS_OLD, generic, paper
+from irgrid.core.profiles import Setting
+from irgrid.dense.encoders import EncoderSpec
+from irgrid.dense.entry import dense_retriever
 
 UNVERIFIED = "revision unverified offline (not in MTEB's registry): left unpinned"
 NO_CARD_DTYPE = "irgrid default (no card value): bf16 on GPU"

@@ -13,19 +13,19 @@ from typing import Any
 
 from irgrid.pipelines.sparse import LUCENE_FLAT, build_lucene, open_lucene
 
-from irgrid.profiles import Setting
-from irgrid.prompts import Prompt
-from irgrid.retrievers import (
+from irgrid.core.modelref import ModelRef
+from irgrid.core.profiles import Setting
+from irgrid.core.prompts import Prompt
+from irgrid.core.retrievers import (
     RETRIEVERS,
     BuildContext,
     DocStage,
     IndexRecipe,
-    ModelRef,
     QueryContext,
     Retriever,
     register,
 )
-from irgrid.tiny import ARCHITECTURES, _decoder
+from irgrid.models.tiny import ARCHITECTURES, _decoder
 
 ARCHITECTURES.setdefault("qwen2-causal", (lambda tf: _decoder(tf.Qwen2Config), "Qwen2ForCausalLM"))
 ARCHITECTURES.setdefault("t5", (lambda tf: tf.T5Config(vocab_size=30522, d_model=32, d_kv=16, d_ff=64, num_layers=2,
@@ -213,9 +213,9 @@ register(Retriever(
 
 # -- HyDE -----------------------------------------------------------------------------------------------------------
 def hyde_query(index, ctx: QueryContext):
-    from irgrid.dense_entry import side_spec
-    from irgrid.dense_search import ExactRetriever
-    from irgrid.encoders import engine_for
+    from irgrid.dense.encoders import engine_for
+    from irgrid.dense.entry import side_spec
+    from irgrid.dense.search import ExactRetriever
     from irgrid.generation import Expand
 
     spec = side_spec(ctx.options, "q")  # the wrapped dense entry's spec as profiled (carried by value)

@@ -16,11 +16,11 @@ corpus size ([[more_than_docs, value], ...]), resolved against the opened index.
 
 from __future__ import annotations
 
-from irgrid.dense_entry import dense_retriever
-from irgrid.encoders import EncoderSpec
-from irgrid.paper_code import COLBERT_PY, paper
-from irgrid.profiles import Setting
-from irgrid.retrievers import ModelRef
+from irgrid.core.modelref import ModelRef
+from irgrid.core.paper_code import COLBERT_PY, paper
+from irgrid.core.profiles import Setting
+from irgrid.dense.encoders import EncoderSpec
+from irgrid.dense.entry import dense_retriever
 
 GET_ARGS = "_get_args(): ncells 4 if >= 5M docs else 2; ndocs = ncells * 2^13 if >= 5M docs else ncells * 2^12"
 SEARCHER = "colbert-ai Searcher.configure defaults for k >= 1000 (stanford-futuredata/ColBERT colbert/searcher.py)"

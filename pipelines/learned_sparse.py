@@ -13,11 +13,12 @@ import functools
 
 from irgrid.pipelines.sparse import build_lucene, open_lucene
 
-from irgrid.profiles import Setting
-from irgrid.retrievers import BuildContext, DocStage, IndexRecipe, ModelRef, QueryContext, Retriever, register
-from irgrid.tiny import ARCHITECTURES, _bert
+from irgrid.core.modelref import ModelRef
+from irgrid.core.profiles import Setting
+from irgrid.core.retrievers import BuildContext, DocStage, IndexRecipe, QueryContext, Retriever, register
+from irgrid.models.tiny import ARCHITECTURES, _bert
 
-# tiny stand-ins for the heads these checkpoints load into (see irgrid.tiny)
+# tiny stand-ins for the heads these checkpoints load into (see irgrid.models.tiny)
 ARCHITECTURES.setdefault("bert-mlm", (_bert, "BertForMaskedLM"))
 
 
@@ -50,11 +51,11 @@ def _select(*columns: str):
 @functools.cache
 def load_splade(location: str, revision: str | None, max_length: int, device: str | None,
                 allow_missing: tuple[str, ...] = (), allow_unexpected: tuple[str, ...] = ()):
-    """One model per process, however many entries and indexes use it; loaded strictly (irgrid.loading)."""
+    """One model per process, however many entries and indexes use it; loaded strictly (irgrid.models.loading)."""
     import pyterrier_splade
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-    from irgrid.loading import from_pretrained_strict
+    from irgrid.models.loading import from_pretrained_strict
 
     kwargs = {"revision": revision} if revision else {}
     model = from_pretrained_strict(AutoModelForMaskedLM, location, what=f"SPLADE {location}",
@@ -80,7 +81,7 @@ def _splade(models, params, device, role: str = "encoder"):
 
 # -- document stages (params: the entry's document-side options, see `_doc_params`) ------------------------------
 def splade_stage(ctx: BuildContext):
-    from irgrid.backends.splade import MaxFirstSpladeEncoder
+    from irgrid.sparse.splade import MaxFirstSpladeEncoder
 
     p = ctx.params
     return MaxFirstSpladeEncoder(_splade(ctx.models, p, ctx.device), "d", batch_size=int(p["batch_size"]),
@@ -94,7 +95,7 @@ def _quantisation(p) -> dict:
 
 
 def unicoil_stage(ctx: BuildContext):
-    from irgrid.backends.impact import UniCoilEncoder, load_unicoil
+    from irgrid.sparse.impact import UniCoilEncoder, load_unicoil
 
     enc, p = ctx.models["doc"], ctx.params
     model = load_unicoil(enc.location, _revision(enc), ctx.device, _tiny(enc),
@@ -104,7 +105,7 @@ def unicoil_stage(ctx: BuildContext):
 
 
 def sparta_stage(ctx: BuildContext):
-    from irgrid.backends.impact import SpartaEncoder, load_encoder
+    from irgrid.sparse.impact import SpartaEncoder, load_encoder
 
     enc, p = ctx.models["encoder"], ctx.params
     model = load_encoder(enc.location, _revision(enc), ctx.device, _allowed(p, "encoder")["allow_unexpected"])
@@ -112,7 +113,7 @@ def sparta_stage(ctx: BuildContext):
 
 
 def deepct_stage(ctx: BuildContext):
-    from irgrid.backends.impact import DeepCTEncoder, load_token_regressor
+    from irgrid.sparse.impact import DeepCTEncoder, load_token_regressor
 
     enc, p = ctx.models["encoder"], ctx.params
     model = load_token_regressor(enc.location, _revision(enc), ctx.device, **_allowed(p, "encoder"))
@@ -137,14 +138,14 @@ def open_impact_pisa(path, params, models):
 
 # -- query sides -------------------------------------------------------------------------------------------------
 def splade_query(index, ctx: QueryContext):
-    from irgrid.backends.splade import MaxFirstSpladeEncoder
+    from irgrid.sparse.splade import MaxFirstSpladeEncoder
 
     encoder = MaxFirstSpladeEncoder(_splade(ctx.models, ctx.options, ctx.device), "q", batch_size=64, scale=100.0)
     return encoder >> index.quantized(num_results=ctx.options["num_results"])
 
 
 def unicoil_query(index, ctx: QueryContext):
-    from irgrid.backends.impact import UniCoilEncoder, load_unicoil
+    from irgrid.sparse.impact import UniCoilEncoder, load_unicoil
 
     enc, o = ctx.models["query"], ctx.options
     model = load_unicoil(enc.location, _revision(enc), ctx.device, _tiny(enc), _allowed(o, "query")["allow_unexpected"])
@@ -154,7 +155,7 @@ def unicoil_query(index, ctx: QueryContext):
 
 
 def sparta_query(index, ctx: QueryContext):
-    from irgrid.backends.impact import QueryTokens, load_encoder
+    from irgrid.sparse.impact import QueryTokens, load_encoder
 
     enc, o = ctx.models["encoder"], ctx.options
     tokenizer, _ = load_encoder(enc.location, _revision(enc), ctx.device, _allowed(o, "encoder")["allow_unexpected"])

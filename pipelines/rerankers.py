@@ -8,9 +8,10 @@ Revisions are left unpinned: none could be verified offline.
 
 from __future__ import annotations
 
+from irgrid.core.modelref import ModelRef
+from irgrid.core.retrievers import Retriever, register
 from irgrid.cross_encoders import make_scorer, reranker_query
-from irgrid.expressions import register_scorer
-from irgrid.retrievers import ModelRef, Retriever, register
+from irgrid.runner.expressions import register_scorer
 
 UNVERIFIED = "revision unverified offline: left unpinned"
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from irgrid.profiles import Setting
-from irgrid.retrievers import BuildContext, IndexRecipe, QueryContext, Retriever, register
+from irgrid.core.profiles import Setting
+from irgrid.core.retrievers import BuildContext, IndexRecipe, QueryContext, Retriever, register
 
 
 def build_lucene(ctx: BuildContext) -> None:
-    from irgrid.backends.lucene import LuceneIndex
+    from irgrid.sparse.lucene import LuceneIndex
 
     threads = ctx.params.get("threads")  # default: every available core (Anserini's IndexCollection threads)
     LuceneIndex(ctx.path / "lucene").index(ctx.docs(), threads=int(threads) if threads else None,
@@ -15,7 +15,7 @@ def build_lucene(ctx: BuildContext) -> None:
 
 
 def open_lucene(path, params, models):
-    from irgrid.backends.lucene import LuceneIndex
+    from irgrid.sparse.lucene import LuceneIndex
 
     return LuceneIndex(path / "lucene")
 
@@ -23,7 +23,7 @@ def open_lucene(path, params, models):
 def build_pisa(ctx: BuildContext) -> None:
     from pyterrier_pisa import PisaIndex
 
-    from irgrid.backends.lucene import available_cores
+    from irgrid.sparse.lucene import available_cores
 
     index = PisaIndex(str(ctx.path / "pisa"), stemmer=ctx.params["stemmer"], stops=ctx.params["stops"],
                       threads=available_cores())
@@ -37,14 +37,14 @@ def open_pisa(path, params, models):
 
 
 def build_lucene_pisa(ctx: BuildContext) -> None:
-    from irgrid.backends.lucene_pisa import build
+    from irgrid.sparse.lucene_pisa import build
 
     p = ctx.params
     build(ctx.path / "lucene-pisa", ctx.docs(), k1=p["k1"], b=p["b"], scale=p["scale"], docs_count=ctx.docs_count)
 
 
 def open_lucene_pisa(path, params, models):
-    from irgrid.backends.lucene_pisa import LucenePisaIndex
+    from irgrid.sparse.lucene_pisa import LucenePisaIndex
 
     return LucenePisaIndex(path / "lucene-pisa")
 

@@ -50,7 +50,7 @@ def write_scifact_slice(root: Path, n_queries: int, n_docs: int, all_formats: bo
     """A small real collection in bring-your-own files: SciFact test queries, their relevant abstracts and
     other abstracts up to `n_docs`. Returns a `collections:` entry (paths relative to `root`). `all_formats`
     also writes docs.jsonl (BEIR layout, raw text) and topics.trec."""
-    from irgrid import datasets
+    from irgrid.data import datasets
 
     scifact = datasets.get("beir/scifact/test")
     topics, qrels = scifact.topics().head(n_queries), scifact.qrels()

@@ -12,7 +12,7 @@ import pandas as pd
 
 
 def scifact_slice(n_queries: int = 20, n_docs: int = 200) -> tuple[list[dict[str, str]], pd.DataFrame, pd.DataFrame]:
-    from irgrid.datasets import get
+    from irgrid.data.datasets import get
 
     ds = get("beir/scifact/test")
     topics = ds.topics().head(n_queries)
@@ -33,8 +33,8 @@ def scifact_slice(n_queries: int = 20, n_docs: int = 200) -> tuple[list[dict[str
 def run_entry(name: str, docs: list[dict[str, str]], topics: pd.DataFrame, path: Path,
               device: str = "cpu") -> tuple[pd.DataFrame, Any]:
     """Index `docs` with the entry's recipe at `path`, then run its query pipeline on `topics`."""
-    from irgrid.grid import resolve_models
-    from irgrid.retrievers import BuildContext, QueryContext, get
+    from irgrid.core.retrievers import BuildContext, QueryContext, get
+    from irgrid.runner.cell import resolve_models
 
     entry = get(name)
     recipe = entry.index

@@ -21,10 +21,12 @@ from pathlib import Path
 import pandas as pd
 from irgrid.pipelines.sparse import bm25_query, build_pisa, open_pisa  # noqa: E402
 
-from irgrid import grid, retrievers
-from irgrid.experiment import load
-from irgrid.report import verify_outputs
-from irgrid.retrievers import DocStage, IndexRecipe, Retriever
+from irgrid import grid
+from irgrid.core import retrievers
+from irgrid.core.retrievers import DocStage, IndexRecipe, Retriever
+from irgrid.runner import cell as cell_mod
+from irgrid.runner.experiment import load
+from irgrid.runner.outputs import verify_outputs
 from irgrid.store import Store
 
 
@@ -79,7 +81,7 @@ def _instrument(kill_at: int, log: list[str]) -> None:
                         (pathlib.Path, "write_text"), (pathlib.Path, "unlink"), (gzip, "open"),
                         (pd.DataFrame, "to_csv")):
         wrap(owner, attr)
-    tracked = grid._TrackedDocs.__call__
+    tracked = cell_mod._TrackedDocs.__call__
 
     def docs(self):  # inside index builds and stages: every 50 documents is a point too
         for i, doc in enumerate(tracked(self)):
@@ -89,7 +91,7 @@ def _instrument(kill_at: int, log: list[str]) -> None:
                     os.kill(os.getpid(), signal.SIGKILL)
             yield doc
 
-    grid._TrackedDocs.__call__ = docs
+    cell_mod._TrackedDocs.__call__ = docs
 
 
 def _child(experiment: str, cache: Path, out: Path, kill_at: int, log_path: Path) -> None:

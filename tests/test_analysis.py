@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from conftest import SPARSE_GRID
 
-from irgrid import analysis as an
 from irgrid import grid
-from irgrid.experiment import from_dict
+from irgrid.report import analysis as an
+from irgrid.runner.experiment import from_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 GRID = {"name": "analysis-grid", **SPARSE_GRID}
@@ -178,7 +178,7 @@ def test_fusion_suggestions_prefer_other_families_and_skip_weak_systems():
 def test_rrf_of_stored_runs_equals_pyterrier_alpha(real_grid):
     from pyterrier_alpha.fusion import rr_fusion
 
-    from irgrid.reports import load
+    from irgrid.report.tables import load
 
     g = load(real_grid[0])
     a, b = g.run("vaswani", "bm25-pisa"), g.run("vaswani", "bm25")
@@ -204,7 +204,7 @@ def test_rrf_pipeline_composes_registry_entries(real_grid, shared_store):
     from ir_measures import AP
 
     import irgrid
-    from irgrid.datasets import get
+    from irgrid.data.datasets import get
 
     ds = get("vaswani")
     variant = irgrid.retriever("bm25-pisa").with_options(name="bm25-pisa-k1.2", k1=1.2)

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from irgrid import grid
-from irgrid.experiment import ExperimentError, from_dict, load
-from irgrid.models import ModelUnavailableError
+from irgrid.models.resolver import ModelUnavailableError
+from irgrid.runner.experiment import ExperimentError, from_dict, load
 
 GOOD = """\
 name: t

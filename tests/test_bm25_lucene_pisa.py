@@ -9,9 +9,9 @@ import pytest
 
 import irgrid
 from irgrid import grid
-from irgrid.backends import lucene_pisa
-from irgrid.datasets import get as get_dataset
-from irgrid.experiment import from_dict
+from irgrid.data.datasets import get as get_dataset
+from irgrid.runner.experiment import from_dict
+from irgrid.sparse import lucene_pisa
 
 MEASURES = [ir_measures.nDCG @ 10, ir_measures.AP]
 
@@ -23,7 +23,7 @@ def _evaluate(run, dataset) -> dict:
 
 
 def test_length_norm_is_lucenes_smallfloat():
-    from irgrid.backends.lucene import start_jvm
+    from irgrid.sparse.lucene import start_jvm
 
     start_jvm()
     from jnius import autoclass

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from conftest import write_scifact_slice
 
-from irgrid.experiment import ExperimentError, from_dict, load
+from irgrid.runner.experiment import ExperimentError, from_dict, load
 
 N_QUERIES, N_DOCS = 40, 300
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from irgrid import datasets
-from irgrid.datasets import BEIR_PAPER, CQADUPSTACK_FORUMS, FOLLOWIR_PAPER, LOTTE_PAPER
+from irgrid.data import datasets
+from irgrid.data.datasets import BEIR_PAPER, CQADUPSTACK_FORUMS, FOLLOWIR_PAPER, LOTTE_PAPER
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 TOPICS_QRELS = SHARED / "topics-qrels"

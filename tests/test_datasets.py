@@ -7,9 +7,9 @@ import os
 import pandas as pd
 import pytest
 
-from irgrid import datasets
-from irgrid.registry import UnknownNameError
-from irgrid.transforms import DropSelfMatches
+from irgrid.core.registry import UnknownNameError
+from irgrid.data import datasets
+from irgrid.runner.transforms import DropSelfMatches
 
 
 def test_scifact_test_golden():
@@ -82,7 +82,7 @@ def test_duplicate_query_ids_in_catalog_topics_are_refused_unless_declared():
     """pt.Experiment would merge the rankings of two queries sharing an id: refuse, naming the dataset and ids."""
     import pandas as pd
 
-    from irgrid.datasets import Dataset, DatasetError
+    from irgrid.data.datasets import Dataset, DatasetError
 
     topics = pd.DataFrame({"qid": ["1", "2", "1"], "query": ["a", "b", "a again"]})
     with pytest.raises(DatasetError, match=r"'dup-test': 1 query id\(s\) occur more than once .*'1'.*declare duplicate_qids"):

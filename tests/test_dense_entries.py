@@ -10,8 +10,8 @@ import json
 import numpy as np
 import pytest
 
-from irgrid.encoders import ENCODERS
-from irgrid.retrievers import RETRIEVERS
+from irgrid.core.retrievers import RETRIEVERS
+from irgrid.dense.encoders import ENCODERS
 
 DENSE = sorted(r.name for r in RETRIEVERS if r.family in ("dense", "late-interaction"))
 ISSUE_3 = {
@@ -69,7 +69,7 @@ def test_tiny_mode_changes_every_cache_key(monkeypatch):
 def test_entry_end_to_end_on_staged_scifact(name, collection, tmp_path):
     from dense_helpers import ndcg10, run_entry
 
-    from irgrid.grid import resolve_models
+    from irgrid.runner.cell import resolve_models
 
     docs, topics, qrels = collection
     entry = RETRIEVERS.get(name)

@@ -10,9 +10,9 @@ import sys
 import numpy as np
 import pytest
 
-from irgrid import experiment
-from irgrid.dense_entry import by_size, spec_of
-from irgrid.retrievers import RETRIEVERS
+from irgrid.core.retrievers import RETRIEVERS
+from irgrid.dense.entry import by_size, spec_of
+from irgrid.runner import experiment
 
 R = {"docno": "d1", "title": "Title words", "text": "body text of the document"}
 
@@ -23,8 +23,8 @@ def tiny(monkeypatch):
 
 
 def _side(spec, side="q"):
-    from irgrid.encoders import SideModel
-    from irgrid.models import resolve
+    from irgrid.dense.encoders import SideModel
+    from irgrid.models.resolver import resolve
 
     return SideModel(spec, side, resolve(spec.model(side)), "cpu")
 
@@ -92,8 +92,8 @@ def test_list_shows_profile_differences_with_sources_without_torch():
 
 # -- engine capabilities -------------------------------------------------------------------------------------------
 def test_document_fields_select_what_is_encoded(tiny):
-    from irgrid.encoders import Engine
-    from irgrid.models import resolve
+    from irgrid.dense.encoders import Engine
+    from irgrid.models.resolver import resolve
 
     card = spec_of(RETRIEVERS.get("bge-large-v1.5"), "d")
     paper = spec_of(RETRIEVERS.get("bge-large-v1.5").with_profile("paper"), "d")
@@ -169,7 +169,7 @@ def test_corpus_size_rules():
 def test_engine_loader_rejects_a_wrong_head_on_a_tiny_model(tiny):
     import dataclasses
 
-    from irgrid.loading import CheckpointMismatchError
+    from irgrid.models.loading import CheckpointMismatchError
 
     spec = spec_of(RETRIEVERS.get("colbertv2"))
     _side(spec)  # loads: the projection and the pooler are declared
@@ -178,9 +178,9 @@ def test_engine_loader_rejects_a_wrong_head_on_a_tiny_model(tiny):
 
 
 def test_engine_loader_rejects_real_minilm_weights_in_the_wrong_class():
-    from irgrid.encoders import EncoderSpec
-    from irgrid.loading import CheckpointMismatchError
-    from irgrid.retrievers import ModelRef
+    from irgrid.core.modelref import ModelRef
+    from irgrid.dense.encoders import EncoderSpec
+    from irgrid.models.loading import CheckpointMismatchError
 
     minilm = ModelRef("sentence-transformers/all-MiniLM-L6-v2", "8b3219a92973c328a8e22fadcfa821b5dc75636a")
     spec = EncoderSpec(name="minilm-as-dpr", query_model=minilm, loader="dpr", pooling="cls", normalize=False,
@@ -193,10 +193,10 @@ def test_engine_loader_rejects_real_minilm_weights_in_the_wrong_class():
 def test_fielded_documents_match_the_flat_join_and_reach_the_builder(tmp_path):
     import itertools
 
-    from irgrid.datasets import get
-    from irgrid.dense_entry import documents
-    from irgrid.doc_fields import fielded_docs
-    from irgrid.retrievers import BuildContext
+    from irgrid.core.retrievers import BuildContext
+    from irgrid.data.datasets import get
+    from irgrid.data.doc_fields import fielded_docs
+    from irgrid.dense.entry import documents
 
     ds = get("beir/scifact/test")
     fielded = list(itertools.islice(fielded_docs(ds), 50))
@@ -218,7 +218,7 @@ def test_fp16_autocast_keeps_fp32_weights_and_wraps_the_forward(tiny, monkeypatc
 
     import torch
 
-    from irgrid.encoders import _torch_dtype
+    from irgrid.dense.encoders import _torch_dtype
 
     assert _torch_dtype("fp16-autocast") == torch.float32
     spec = spec_of(RETRIEVERS.get("contriever").with_profile("paper"))
@@ -239,8 +239,8 @@ def test_fp16_autocast_keeps_fp32_weights_and_wraps_the_forward(tiny, monkeypatc
 def scifact_fielded():
     from dense_helpers import scifact_slice
 
-    from irgrid.datasets import get
-    from irgrid.doc_fields import fielded_docs
+    from irgrid.data.datasets import get
+    from irgrid.data.doc_fields import fielded_docs
 
     docs, topics, qrels = scifact_slice(n_queries=5, n_docs=30)
     wanted = {d["docno"] for d in docs}
@@ -250,8 +250,8 @@ def scifact_fielded():
 
 @pytest.mark.parametrize("name", ["ance", "simcse", "dpr", "llm2vec", "nv-embed-v2", "colbertv2"])
 def test_paper_profile_end_to_end(name, scifact_fielded, tmp_path, tiny):
-    from irgrid.grid import resolve_models
-    from irgrid.retrievers import BuildContext, QueryContext
+    from irgrid.core.retrievers import BuildContext, QueryContext
+    from irgrid.runner.cell import resolve_models
 
     docs, fielded, topics, _ = scifact_fielded
     entry = RETRIEVERS.get(name).with_profile("paper")

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from irgrid.encoders import ENCODERS, Engine
+from irgrid.dense.encoders import ENCODERS, Engine
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +19,7 @@ def scifact_docs():
 
 @pytest.fixture(scope="module")
 def minilm_engine():
-    from irgrid.models import resolve
+    from irgrid.models.resolver import resolve
 
     spec = ENCODERS.get("all-minilm-l6-v2")
     return Engine(spec, "d", resolve(spec.document_model), device="cpu", batch_size=32)
@@ -100,8 +100,8 @@ def test_bidirectional_decoder_sees_later_tokens(monkeypatch):
     import torch
 
     monkeypatch.setenv("IRGRID_TINY_MODELS", "1")
-    from irgrid.encoders import SideModel
-    from irgrid.models import resolve
+    from irgrid.dense.encoders import SideModel
+    from irgrid.models.resolver import resolve
 
     def first_state(name):
         spec = ENCODERS.get(name)
@@ -119,8 +119,8 @@ def test_bidirectional_decoder_sees_later_tokens(monkeypatch):
 
 def test_prompt_tokens_are_excluded_from_pooling(monkeypatch):
     monkeypatch.setenv("IRGRID_TINY_MODELS", "1")
-    from irgrid.encoders import SideModel
-    from irgrid.models import resolve
+    from irgrid.dense.encoders import SideModel
+    from irgrid.models.resolver import resolve
 
     spec = ENCODERS.get("instructor-large")
     side = SideModel(spec, "q", resolve(spec.query_model), "cpu")
@@ -132,7 +132,7 @@ def test_prompt_tokens_are_excluded_from_pooling(monkeypatch):
 def test_exact_retriever_equals_brute_force(tmp_path):
     from pyterrier_dr import FlexIndex
 
-    from irgrid.dense_search import ExactRetriever
+    from irgrid.dense.search import ExactRetriever
 
     rng = np.random.default_rng(0)
     vecs = rng.standard_normal((500, 16)).astype(np.float32)
@@ -152,7 +152,7 @@ def test_exact_retriever_equals_brute_force(tmp_path):
 
 
 def test_late_interaction_maxsim_is_exact(tmp_path):
-    from irgrid.dense_search import LateInteractionIndex
+    from irgrid.dense.search import LateInteractionIndex
 
     rng = np.random.default_rng(1)
 

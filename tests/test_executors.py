@@ -19,9 +19,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from irgrid import encoders, grid
-from irgrid.executors import ExecutorConfig, ExecutorError, build_graph
-from irgrid.experiment import from_dict
+from irgrid import grid
+from irgrid.cluster.executors import ExecutorConfig, ExecutorError, build_graph
+from irgrid.dense import encoders
+from irgrid.runner.experiment import from_dict
 from irgrid.store import Store
 
 CHUNK = 20  # encoding chunk: a 60-document corpus encodes as 3 shards
@@ -196,8 +197,8 @@ def test_slurm_executor_runs_the_grid_and_reports_a_failed_cell(setup, tmp_path)
     import cloudpickle
     from irgrid.pipelines.sparse import PISA_PORTER2
 
-    from irgrid import executors
-    from irgrid.retrievers import Retriever
+    from irgrid.cluster import executors
+    from irgrid.core.retrievers import Retriever
 
     root, exp, _ = setup
     cluster = "slurm" if _slurm_answers() else "local"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from irgrid import grid
-from irgrid.experiment import from_dict
 from irgrid.generation import Generator
+from irgrid.runner.experiment import from_dict
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from irgrid import grid
-from irgrid.experiment import ExperimentError, from_dict, load
+from irgrid.runner import cell as cell_mod
+from irgrid.runner.experiment import ExperimentError, from_dict, load
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -159,7 +160,7 @@ def test_fusion_grid_semantics_caching_and_rerun(fresh_store, tmp_path, monkeypa
         results.set_index(["system", "measure"]).loc[("fuse", "AP"), "p_value"]  # tested against the baseline
 
     # the second run recomputes nothing and writes identical results
-    monkeypatch.setattr(grid, "build_pipeline", lambda *a, **k: pytest.fail("recomputed a cached cell"))
+    monkeypatch.setattr(cell_mod, "build_pipeline", lambda *a, **k: pytest.fail("recomputed a cached cell"))
     grid.run(from_dict(FUSION_GRID), out=tmp_path / "b", store=fresh_store)
     assert (tmp_path / "a" / "results.csv").read_bytes() == (tmp_path / "b" / "results.csv").read_bytes()
     assert len([b for b in fresh_store.builds() if b["kind"] == "run"]) == 5
@@ -188,7 +189,7 @@ def test_a_killed_expression_loses_only_its_own_cell(fresh_store, monkeypatch):
 
 def test_python_pipelines_join_the_grid_with_their_key(tmp_path):
     import irgrid
-    from irgrid.expressions import ExpressionError
+    from irgrid.runner.expressions import ExpressionError
     from irgrid.store import Store
 
     exp = {"datasets": [{"name": "vaswani", "queries": 10}], "retrievers": ["bm25-pisa"], "measures": ["AP"],
@@ -250,8 +251,8 @@ def test_dense_reranker_scores_candidates_with_the_indexed_vectors(slice_grid):
 
 def test_dense_reranker_without_an_index_encodes_the_candidates_texts(slice_grid):
     """No index in the cache: the candidates' texts (docstore) are encoded; same scores up to float rounding."""
-    from irgrid.expressions import DocText, dense_scorer
-    from irgrid.grid import resolve_models
+    from irgrid.runner.cell import resolve_models
+    from irgrid.runner.expressions import DocText, dense_scorer
 
     spec, _, store = slice_grid
     ds = spec.datasets[0]
@@ -296,7 +297,7 @@ def test_scifact_cascade_rrf_and_linear_fusion(shared_store, tmp_path, monkeypat
         per_query = pd.Series([line.split()[0] for line in f]).value_counts()
     assert len(per_query) == 300 and per_query.max() == 100  # MiniLM re-ranked BM25's top 100
     # the second run recomputes nothing
-    monkeypatch.setattr(grid, "build_pipeline", lambda *a, **k: pytest.fail("recomputed a cached cell"))
+    monkeypatch.setattr(cell_mod, "build_pipeline", lambda *a, **k: pytest.fail("recomputed a cached cell"))
     grid.run(load(ROOT / "experiments" / "compose.yaml"), out=tmp_path / "b", store=shared_store)
     assert (tmp_path / "a" / "results.csv").read_bytes() == (tmp_path / "b" / "results.csv").read_bytes()
 
@@ -304,8 +305,8 @@ def test_scifact_cascade_rrf_and_linear_fusion(shared_store, tmp_path, monkeypat
 def test_doc_text_from_the_docstore_is_the_indexing_text():
     import itertools
 
-    from irgrid.datasets import get
-    from irgrid.expressions import DocText
+    from irgrid.data.datasets import get
+    from irgrid.runner.expressions import DocText
 
     for name in ("vaswani", "beir/scifact/test"):
         ds = get(name)
@@ -319,7 +320,7 @@ def test_report_writes_fusion_suggestions_as_ready_to_paste_pipelines(fresh_stor
     scores are the ones the report measured offline."""
     import yaml
 
-    from irgrid.reports import write_report
+    from irgrid.report.tables import write_report
 
     exp = {"name": "fusion-report", "datasets": ["vaswani"], "measures": ["AP", "nDCG@10"], "baseline": "bm25-pisa",
            "latency_sample": 0, "retrievers": ["bm25-pisa", {"name": "bm25-pisa", "as": "k12", "options": {"k1": 1.2}},

@@ -14,9 +14,10 @@ import pandas as pd
 import pytest
 
 import irgrid
-import irgrid.experiment
+import irgrid.runner.experiment
 from irgrid import grid
-from irgrid.experiment import from_dict
+from irgrid.runner import cell as cell_mod
+from irgrid.runner.experiment import from_dict
 
 SPARSE = {
     "name": "sparse-vaswani",
@@ -34,7 +35,7 @@ class Recorder:
 
     def __init__(self, monkeypatch, fail: bool = False):
         self.built: list[str] = []
-        original = grid.build_pipeline
+        original = cell_mod.build_pipeline
 
         def wrapped(retriever, dataset=None, *args, **kwargs):
             if fail:
@@ -42,7 +43,7 @@ class Recorder:
             self.built.append(retriever.name)
             return original(retriever, dataset, *args, **kwargs)
 
-        monkeypatch.setattr(grid, "build_pipeline", wrapped)
+        monkeypatch.setattr(cell_mod, "build_pipeline", wrapped)
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +88,7 @@ def test_outputs_and_reference_scores(vaswani_first):
 def test_rerun_recomputes_nothing_and_is_identical(vaswani_first, monkeypatch):
     root, store, first = vaswani_first
     Recorder(monkeypatch, fail=True)
-    monkeypatch.setattr(grid, "open_index", lambda *a, **k: pytest.fail("an index was opened on a rerun"))
+    monkeypatch.setattr(cell_mod, "open_index", lambda *a, **k: pytest.fail("an index was opened on a rerun"))
     again = grid.run(from_dict(SPARSE), out=root / "out2", store=store)
     pd.testing.assert_frame_equal(first, again)
     assert (root / "out" / "results.csv").read_bytes() == (root / "out2" / "results.csv").read_bytes()
@@ -151,7 +152,7 @@ def _raising_query(index, ctx):
 def test_a_failing_cell_is_recorded_and_the_grid_goes_on(vaswani_first, tmp_path):
     from irgrid.pipelines.sparse import PISA_PORTER2
 
-    from irgrid.retrievers import Retriever
+    from irgrid.core.retrievers import Retriever
 
     broken = Retriever(name="broken", family="sparse", architecture="lexical", index=PISA_PORTER2,
                        query=_raising_query, options={})
@@ -188,7 +189,7 @@ def test_paper_grid_dry_run_lists_every_cell(tmp_path):
                            "--cache", str(tmp_path)], capture_output=True, text=True, timeout=600,
                           cwd=Path(__file__).resolve().parent.parent)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    spec = irgrid.experiment.load(Path(__file__).resolve().parent.parent / "experiments" / "paper.yaml")
+    spec = irgrid.runner.experiment.load(Path(__file__).resolve().parent.parent / "experiments" / "paper.yaml")
     assert len(spec.retrievers) == 33 and len(spec.datasets) == 34
     assert {r.paper_name for r in spec.retrievers} >= {"BM25", "SPLADE-v3", "NV-Embed-v2", "ColBERTv2", "HyDE"}
     lines = [line for line in proc.stdout.splitlines() if line.split()[:1] and line.split()[0] in

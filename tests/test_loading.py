@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from irgrid.loading import CheckpointMismatchError, from_pretrained_strict
-from irgrid.models import resolve
+from irgrid.models.loading import CheckpointMismatchError, from_pretrained_strict
+from irgrid.models.resolver import resolve
 
 
 def _minilm() -> str:

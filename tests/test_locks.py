@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from irgrid import locks
+from irgrid.core import locks
 
 HOLD = """
 import sys, time
-from irgrid import locks
+from irgrid.core import locks
 with locks.hold(sys.argv[1], "test artifact"):
     print("held", flush=True)
     time.sleep(60)
@@ -56,22 +56,22 @@ def _open(path, params, models):
 
 
 def _ensure(root: str, exp: dict, source: str, barrier) -> None:
-    from irgrid import grid
-    from irgrid.experiment import from_dict
-    from irgrid.retrievers import IndexRecipe
+    from irgrid.core.retrievers import IndexRecipe
+    from irgrid.runner import cell as cell_mod
+    from irgrid.runner.experiment import from_dict
     from irgrid.store import Store
 
     spec = from_dict(exp, source=source)
     recipe = IndexRecipe("slow-test", build=_slow_build, open=_open)
     barrier.wait()
-    grid.ensure_index(recipe, spec.datasets[0], Store(root))
+    cell_mod.ensure_index(recipe, spec.datasets[0], Store(root))
 
 
 def test_concurrent_builders_build_once_and_share(tmp_path):
     from conftest import write_scifact_slice
 
-    from irgrid.experiment import from_dict
-    from irgrid.retrievers import IndexRecipe
+    from irgrid.core.retrievers import IndexRecipe
+    from irgrid.runner.experiment import from_dict
     from irgrid.store import Store
 
     files = write_scifact_slice(tmp_path, 2, 20)

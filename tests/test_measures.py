@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from irgrid import measures
-from irgrid.experiment import ExperimentError, parse_measure
+from irgrid.runner.experiment import ExperimentError, parse_measure
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 
@@ -167,7 +167,7 @@ def test_followir_score_and_pmrr_reproduce_table2_bm25_from_table_a7():
 
 def test_beir_mean_over_14_with_cqadupstack_macro_mean():
     a5 = pd.read_csv(REFERENCE / "paper_tableA5_beir_ndcg@10.csv").set_index("model").loc["BM25"]
-    from irgrid.datasets import BEIR_PAPER
+    from irgrid.data.datasets import BEIR_PAPER
 
     rows = []
     for column, members in BEIR_PAPER.items():
@@ -201,7 +201,7 @@ def test_lotte_mean():
 def test_trec_dl_2019_run_file_same_numbers_as_ir_measures(tmp_path):
     import pyterrier as pt
 
-    from irgrid import datasets
+    from irgrid.data import datasets
 
     ds = datasets.get("msmarco-passage/trec-dl-2019/judged")
     topics, qrels = ds.topics(), ds.qrels()

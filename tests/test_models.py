@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from irgrid import models
-from irgrid.models import ModelUnavailableError, register_local, resolve
-from irgrid.retrievers import ModelRef
+from irgrid.core.modelref import ModelRef
+from irgrid.models import resolver as models
+from irgrid.models.resolver import ModelUnavailableError, register_local, resolve
 
 MINILM = ModelRef("sentence-transformers/all-MiniLM-L6-v2", "8b3219a92973c328a8e22fadcfa821b5dc75636a")
 
@@ -64,7 +64,7 @@ def test_unresolvable_offline_names_the_model_and_how_to_stage_it():
 def test_online_falls_back_to_the_hub_with_its_revision(monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE")
     monkeypatch.delenv("IRGRID_OFFLINE", raising=False)
-    from irgrid import models
+    from irgrid.models import resolver as models
 
     monkeypatch.setattr(models, "hub_unreachable", lambda: None)  # a machine that reaches the hub
     r = resolve(ModelRef("facebook/contriever-msmarco", "abc"))
@@ -85,7 +85,7 @@ def test_hf_cache_is_used_offline(tmp_path, monkeypatch):
 def test_unreachable_hub_without_offline_mode_fails_at_once_with_the_staging_hint(monkeypatch):
     """Without HF_HUB_OFFLINE an uncached model used to spend ~50 s in hub retries and end in a network
     traceback: one short probe gives the staging message instead (an endpoint that refuses connections)."""
-    from irgrid import models
+    from irgrid.models import resolver as models
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("IRGRID_OFFLINE", raising=False)

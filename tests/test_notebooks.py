@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from irgrid import grid
-from irgrid.experiment import from_dict
+from irgrid.runner.experiment import from_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"

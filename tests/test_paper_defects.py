@@ -12,8 +12,8 @@ import ir_measures
 import pandas as pd
 import pytest
 
-from irgrid import analysis as an
 from irgrid import measures
+from irgrid.report import analysis as an
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 FORUMS = ("android", "english", "gaming", "gis", "mathematica", "physics", "programmers", "stats", "tex", "unix",
@@ -152,7 +152,7 @@ def test_8_instructir_query_is_instruction_sep_query():
     """kaistAI/InstructIR data_creation/format_data.after_filtering.py writes queries.jsonl with `prev_text`
     ('<instruction> [SEP] <query>') and splits it on '[SEP]' for only_instruction_queries.jsonl (the instruction)
     and metadata.origin_query (the query); the paper read that queries.jsonl (HF kaist-ai/InstructIR)."""
-    from irgrid import datasets
+    from irgrid.data import datasets
 
     topics = datasets.get("instructir").topics().set_index("qid")["query"]
     assert len(topics) == 9_906

@@ -24,8 +24,8 @@ def test_paper_yaml_is_the_papers_grid():
 
 
 def test_paper_expected_file_names_cells_of_the_grid():
-    from irgrid import datasets
-    from irgrid.check import load_expected
+    from irgrid.data import datasets
+    from irgrid.report.check import load_expected
 
     spec = yaml.safe_load(PAPER_YAML.read_text())
     expected = load_expected(ROOT / "experiments" / "paper.expected.yaml")
@@ -37,7 +37,7 @@ def test_paper_expected_file_names_cells_of_the_grid():
 
 def test_every_paper_column_is_a_catalog_cell():
     """Every component of every column names a catalog dataset and one of its own measures."""
-    from irgrid import datasets
+    from irgrid.data import datasets
 
     for col in paper.COLUMNS:
         for names, measure in col.components:
@@ -56,8 +56,9 @@ def test_paper_grid_runs_tiny_on_what_is_staged(tmp_path):
     """`irgrid run experiments/paper.yaml --tiny-models`, restricted to the staged datasets (a query subset) and one
     entry per family, finishes: every cell in results.csv, every aggregate either in results.csv or in
     failures.json with the datasets it lacks (none is computable from SciFact alone), and a report."""
-    from irgrid import cli, datasets
-    from irgrid.retrievers import get
+    from irgrid import cli
+    from irgrid.core.retrievers import get
+    from irgrid.data import datasets
 
     spec = yaml.safe_load(PAPER_YAML.read_text())
     staged = [d for d in spec["datasets"] if datasets.get(d).docs_available()[0]]

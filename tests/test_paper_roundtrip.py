@@ -101,7 +101,7 @@ def test_the_report_says_what_it_skipped(roundtrip):
 
 
 def test_a_cell_without_per_query_values_has_no_delta_sigma():
-    from irgrid import analysis as an
+    from irgrid.report import analysis as an
 
     results = pd.DataFrame({"dataset": ["beir/scifact/test"], "system": ["bm25"], "measure": ["nDCG@10"],
                             "value": [0.679]})
@@ -113,8 +113,8 @@ def test_a_cell_without_per_query_values_has_no_delta_sigma():
 def test_failed_cells_are_marked_failed_not_absent():
     """A cell that failed (failures.json) reads 'failed' in the paper's tables, with a note; a system that failed
     everywhere still gets its row."""
-    from irgrid import analysis as an
-    from irgrid import reports
+    from irgrid.report import analysis as an
+    from irgrid.report import tables as reports
 
     results = pd.DataFrame({"dataset": ["beir/scifact/test"], "system": ["bm25"], "measure": ["nDCG@10"],
                             "value": [0.679], "baseline": ["bm25"]})

@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from irgrid import profiles, retrievers
-from irgrid.profiles import Setting
+from irgrid.core import profiles, retrievers
+from irgrid.core.profiles import Setting
 
 
 def _entry(**profile_settings):
@@ -76,7 +76,7 @@ def test_paper_profile_retrieves_1001_on_every_entry_with_a_depth():
 def test_self_match_rule_of_the_paper_keeps_judged_self_matches():
     import pandas as pd
 
-    from irgrid.transforms import drop_unjudged_self_matches
+    from irgrid.runner.transforms import drop_unjudged_self_matches
 
     res = pd.DataFrame({"qid": ["q1", "q1", "q1", "q2", "q2"], "docno": ["q1", "d1", "d2", "q2", "d3"],
                         "score": [9.0, 8.0, 7.0, 9.0, 8.0], "rank": [0, 1, 2, 0, 1]})
@@ -89,7 +89,7 @@ def test_self_match_rule_of_the_paper_keeps_judged_self_matches():
 def test_paper_experiment_uses_the_paper_profile_and_rules():
     from pathlib import Path
 
-    from irgrid.experiment import ExperimentError, from_dict, load
+    from irgrid.runner.experiment import ExperimentError, from_dict, load
 
     spec = load(Path(__file__).resolve().parent.parent / "experiments" / "paper.yaml")
     assert spec.self_matches == "paper"

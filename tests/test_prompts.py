@@ -12,9 +12,9 @@ import re
 
 import pytest
 
-from irgrid.dense_entry import spec_of
-from irgrid.encoders import ENCODERS
-from irgrid.retrievers import RETRIEVERS
+from irgrid.core.retrievers import RETRIEVERS
+from irgrid.dense.encoders import ENCODERS
+from irgrid.dense.entry import spec_of
 
 Q = "what is x?"
 R = {"title": "Title.", "text": "Body text."}
@@ -120,8 +120,8 @@ def test_paper_settings_name_the_repository_file():
 def test_engine_sends_exactly_the_rendered_strings(monkeypatch):
     """The tokenizer gets spec.render(...) and nothing else (checked on a tiny model of the real architecture)."""
     monkeypatch.setenv("IRGRID_TINY_MODELS", "1")
-    from irgrid.encoders import SideModel
-    from irgrid.models import resolve
+    from irgrid.dense.encoders import SideModel
+    from irgrid.models.resolver import resolve
 
     for profile in ("card", "paper"):
         spec = spec_of(RETRIEVERS.get("me5-large").with_profile(profile))

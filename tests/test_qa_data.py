@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from irgrid.qa import collection, data
+from irgrid.data import disastqa as data
+from irgrid.data import disastqa_ir as collection
 
 
 def test_mcq_counts_and_quirks():
@@ -56,7 +57,7 @@ def test_stratified_sample_is_fixed_and_proportional():
 
 
 def test_derived_collection_through_the_catalog():
-    from irgrid.datasets import get
+    from irgrid.data.datasets import get
 
     ds = get("disastqa/derived/oe")
     assert ds.corpus == "disastqa/derived" and "DERIVED" in ds.notes
@@ -67,7 +68,9 @@ def test_derived_collection_through_the_catalog():
     assert qrels.set_index("qid").loc["oe-0000", "docno"] == collection.docno(oe.iloc[0]["golden"])
     docs = list(ds.docs())
     assert len(docs) == 3675 and docs[0]["docno"].startswith("dq-")
-    sub = collection.subset(["mcq-0000", "oe-0000"], distractors=10, seed=1)
+    from irgrid.qa.runner import subset
+
+    sub = subset(["mcq-0000", "oe-0000"], distractors=10, seed=1)
     assert sub.docs_count() == 12 and len(sub.topics()) == 2  # 2 golden passages (mix = golden here) + 10
-    assert collection.subset(["oe-0000", "mcq-0000"], 10, 1) is sub  # order-free, registered once
+    assert subset(["oe-0000", "mcq-0000"], 10, 1) is sub  # order-free, registered once
     assert get("disastir").name == "disastir"

@@ -62,7 +62,7 @@ def test_rouge_bleu_by_hand():
 
 @pytest.fixture(scope="module")
 def minilm() -> str:
-    from irgrid.models import resolve
+    from irgrid.models.resolver import resolve
 
     return resolve("sentence-transformers/all-MiniLM-L6-v2").location
 

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from irgrid.qa import data, judges, replay, runner
+from irgrid.data import disastqa as data
+from irgrid.qa import judges, replay, runner
 
 OUTPUTS = data.shared_root() / "datasets" / "disastqa-outputs"
 MCQ, OE, HUMAN = (OUTPUTS / f for f in ("mcq_answers.csv.gz", "oe_answers.jsonl.gz", "oe_human_review.jsonl.gz"))

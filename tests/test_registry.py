@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from irgrid.registry import DuplicateNameError, Registry, UnknownNameError
-from irgrid.retrievers import FAMILIES, RETRIEVERS, Retriever, get
+from irgrid.core.registry import DuplicateNameError, Registry, UnknownNameError
+from irgrid.core.retrievers import FAMILIES, RETRIEVERS, Retriever, get
 
 ENTRIES = list(RETRIEVERS)
 

@@ -16,7 +16,8 @@ import pytest
 from conftest import write_scifact_slice
 
 from irgrid import grid
-from irgrid.experiment import ExperimentError, from_dict, load
+from irgrid.runner import cell as cell_mod
+from irgrid.runner.experiment import ExperimentError, from_dict, load
 from irgrid.store import Store
 
 N_QUERIES, N_DOCS = 20, 200
@@ -65,7 +66,7 @@ RACER = """
 import sys, time
 from pathlib import Path
 from irgrid import grid
-from irgrid.experiment import load
+from irgrid.runner.experiment import load
 from irgrid.store import Store
 exp, cache, out, me, other = sys.argv[1:]
 spec, store = load(exp), Store(cache)
@@ -125,14 +126,14 @@ def test_failed_baseline_with_correction_is_recorded_and_the_grid_finishes(slice
     root = _copy_slice(slice_root, tmp_path)
     spec = load(_yaml(root, name="mine", retrievers="[bm25-pisa, {name: bm25-pisa, as: bm25-k12, options: {k1: 1.2}}]",
                       datasets="[mine, vaswani]", extra="baseline: bm25-pisa\ncorrection: holm\n"))
-    original = grid.build_pipeline
+    original = cell_mod.build_pipeline
 
     def failing(retriever, dataset=None, *a, **kw):
         if retriever.name == "bm25-pisa" and dataset.name == "mine":
             raise RuntimeError("injected baseline failure")
         return original(retriever, dataset, *a, **kw)
 
-    monkeypatch.setattr(grid, "build_pipeline", failing)
+    monkeypatch.setattr(cell_mod, "build_pipeline", failing)
     results = grid.run(spec, out=tmp_path / "out", store=Store(tmp_path / "cache"))
     failures = json.loads((tmp_path / "out" / "failures.json").read_text())
     assert [(f["dataset"], f["retriever"]) for f in failures][:1] == [("mine", "bm25-pisa")]
@@ -241,7 +242,7 @@ def test_truncated_cached_run_is_recomputed(slice_root, tmp_path):
 
 # -- 9. an output folder is never a mix of two experiments ------------------------------------------------------
 def test_outputs_killed_while_writing_are_never_mixed(slice_root, tmp_path, monkeypatch):
-    from irgrid import report as report_mod
+    from irgrid.runner import outputs as report_mod
 
     root = _copy_slice(slice_root, tmp_path)
     out, store = tmp_path / "out", Store(tmp_path / "cache")
@@ -419,7 +420,7 @@ def test_full_disk_is_reported_in_words_and_the_grid_survives(tmp_path):
 
 
 def test_second_grid_on_the_same_out_is_refused_at_once(slice_root, tmp_path):
-    from irgrid import locks
+    from irgrid.core import locks
 
     root = _copy_slice(slice_root, tmp_path)
     out = tmp_path / "out"
@@ -443,7 +444,7 @@ def test_typo_in_a_collection_measures_fails_before_any_cell(slice_root, tmp_pat
 def test_read_only_out_is_found_before_any_cell_even_as_root(tmp_path):
     """A real write probe: os.access says yes to root on a read-only mount, the probe does not."""
     from irgrid.grid import check_out
-    from irgrid.report import OutputError
+    from irgrid.runner.outputs import OutputError
 
     ro = tmp_path / "ro"
     ro.mkdir()

@@ -11,7 +11,8 @@ from conftest import SPARSE_GRID
 
 from irgrid import grid
 from irgrid.cli import main
-from irgrid.experiment import from_dict, load
+from irgrid.runner import cell as cell_mod
+from irgrid.runner.experiment import from_dict, load
 
 ROOT = Path(__file__).resolve().parent.parent
 GRID = {"name": "report-grid", **SPARSE_GRID}
@@ -91,8 +92,8 @@ def test_failure_points_and_jaccard_csvs(report, stored):
     # the failure rank is 1 / RR@1000 of the stored run (ir_measures on the stored qrels)
     import ir_measures
 
-    from irgrid.analysis import qrels_dict, run_dict
-    from irgrid.reports import load
+    from irgrid.report.analysis import qrels_dict, run_dict
+    from irgrid.report.tables import load
 
     g = load(stored[1])
     rr = {m.query_id: m.value for m in ir_measures.iter_calc(
@@ -115,10 +116,10 @@ def test_fusion_and_cross_dataset_csvs(report):
 
 def test_report_is_reproducible_from_stored_results_only(stored, report, tmp_path, monkeypatch):
     # no run, no index, no dataset: only the output folder
-    monkeypatch.setattr(grid, "build_pipeline", lambda *a, **k: pytest.fail("a pipeline was built"))
-    import irgrid.datasets
+    monkeypatch.setattr(cell_mod, "build_pipeline", lambda *a, **k: pytest.fail("a pipeline was built"))
+    import irgrid.data.datasets
 
-    monkeypatch.setattr(irgrid.datasets.Dataset, "qrels", lambda self: pytest.fail("qrels read from the dataset"))
+    monkeypatch.setattr(irgrid.data.datasets.Dataset, "qrels", lambda self: pytest.fail("qrels read from the dataset"))
     assert main(["report", str(stored[1]), "--to", str(tmp_path / "again")]) == 0
     for name in ("bootstrap.csv", "zscores.csv", "jaccard.csv", "fusion_rrf.csv", "meta_analysis.csv", "table2.md"):
         assert (tmp_path / "again" / name).read_bytes() == (report / name).read_bytes(), name
@@ -154,7 +155,7 @@ def test_check_reports_a_missing_or_bad_expected_file(tmp_path, stored, capsys):
 
 
 def test_shipped_expected_files_name_their_experiment_cells():
-    from irgrid.check import load_expected
+    from irgrid.report.check import load_expected
 
     for exp in ("quickstart", "vaswani"):
         spec = load(ROOT / "experiments" / f"{exp}.yaml")

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from irgrid import grid
-from irgrid.experiment import from_dict
+from irgrid.runner.experiment import from_dict
 
 CASCADES = {"ce": "ce-ms-marco-minilm-l6-v2", "t5": "monot5-base"}
 
@@ -36,8 +36,8 @@ def _independent_score(entry_name: str, query: str, text: str) -> float:
     import torch
     import transformers as tf
 
-    from irgrid import retrievers
-    from irgrid.grid import resolve_models
+    from irgrid.core import retrievers
+    from irgrid.runner.cell import resolve_models
 
     entry = retrievers.get(entry_name)
     location = resolve_models(entry.models)["model"].location
@@ -67,7 +67,7 @@ def test_tiny_cross_encoders_rerank_bm25_candidates(reranked, alias):
     for _, group in res.groupby("qid"):
         assert list(group.sort_values("rank")["score"]) == sorted(group["score"], reverse=True)
     # the stored score of the best pair is the architecture's score for that (query, text)
-    from irgrid.expressions import DocText
+    from irgrid.runner.expressions import DocText
 
     best = res.sort_values(["qid", "rank"]).iloc[0]
     query = spec.datasets[0].topics().set_index("qid").loc[best["qid"], "query"]
@@ -88,10 +88,10 @@ def test_a_reranker_listed_as_a_retriever_says_how_to_use_it(tiny, shared_store)
 
 def test_reranker_checkpoints_load_strictly(tiny):
     """A checkpoint of another head is refused, never scored with random weights."""
+    from irgrid.core.retrievers import get
     from irgrid.cross_encoders import make_scorer
-    from irgrid.grid import resolve_models
-    from irgrid.loading import CheckpointMismatchError
-    from irgrid.retrievers import get
+    from irgrid.models.loading import CheckpointMismatchError
+    from irgrid.runner.cell import resolve_models
 
     ce = get("ce-ms-marco-minilm-l6-v2")
     bi = resolve_models(get("all-minilm-l6-v2").models)["query"]  # a BertModel folder: no classifier head

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from irgrid import grid
-from irgrid.experiment import load
+from irgrid.runner import cell as cell_mod
+from irgrid.runner.experiment import load
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
@@ -60,7 +61,7 @@ def test_significance_is_against_bm25_with_holm(quickstart):
 
 
 def test_rerun_is_all_cache_hits(quickstart, shared_store, tmp_path, monkeypatch):
-    monkeypatch.setattr(grid, "build_pipeline", lambda *a, **k: pytest.fail("recomputed a cached cell"))
+    monkeypatch.setattr(cell_mod, "build_pipeline", lambda *a, **k: pytest.fail("recomputed a cached cell"))
     again = grid.run(load(ROOT / "experiments" / "quickstart.yaml"), out=tmp_path, store=shared_store)
     assert (tmp_path / "results.csv").read_bytes() == (quickstart[1] / "results.csv").read_bytes()
     assert len(again) == 16

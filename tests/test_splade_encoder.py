@@ -7,9 +7,9 @@ import itertools
 import pandas as pd
 from irgrid.pipelines.learned_sparse import load_splade
 
-from irgrid.backends.splade import MaxFirstSpladeEncoder
-from irgrid.datasets import get
-from irgrid.models import resolve
+from irgrid.data.datasets import get
+from irgrid.models.resolver import resolve
+from irgrid.sparse.splade import MaxFirstSpladeEncoder
 
 
 def test_matches_pyterrier_splade_on_scifact():

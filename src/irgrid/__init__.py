@@ -16,7 +16,7 @@ def _fix_irds_home() -> None:
     (pyterrier, ir_measures, a user script) imports it. Copying a staged home happens later, on first use."""
     import os
 
-    from irgrid import settings
+    from irgrid.core import settings
 
     if "IR_DATASETS_HOME" not in os.environ:
         os.environ["IR_DATASETS_HOME"] = str(settings.irds_home())
@@ -28,7 +28,7 @@ _fix_irds_home()
 if TYPE_CHECKING:
     import pandas as pd
 
-    from irgrid.retrievers import Retriever
+    from irgrid.core.retrievers import Retriever
 
 
 def run(experiment: Any, out: Any = None, *, extra: dict[str, Any] | None = None,
@@ -41,7 +41,7 @@ def run(experiment: Any, out: Any = None, *, extra: dict[str, Any] | None = None
     from irgrid.grid import run as _run
 
     if extra or keys:
-        from irgrid.expressions import with_extra
+        from irgrid.runner.experiment import with_extra
 
         experiment = with_extra(experiment, extra, keys)
     return _run(experiment, out)
@@ -49,15 +49,25 @@ def run(experiment: Any, out: Any = None, *, extra: dict[str, Any] | None = None
 
 def retriever(name: str) -> Retriever:
     """A registered entry by name (raises with "did you mean" for unknown names)."""
-    from irgrid.retrievers import get
+    import irgrid.runner.cell  # noqa: F401  (lets the entry's `.pipeline()` build through the runner)
+    from irgrid.core.retrievers import get
 
     return get(name)
 
 
+def pipeline(entry: str | Retriever, dataset: Any = None, **kwargs: Any) -> Any:
+    """A retriever built for a dataset (its index built or reused from the cache) as a PyTerrier transformer:
+    for scripts and notebooks. `irgrid.retriever(name).pipeline(dataset)` is the same call."""
+    from irgrid.runner.cell import build_pipeline
+
+    return build_pipeline(retriever(entry) if isinstance(entry, str) else entry, dataset, **kwargs)
+
+
 def list_retrievers() -> list[Retriever]:
-    from irgrid.retrievers import RETRIEVERS
+    import irgrid.runner.cell  # noqa: F401  (lets the entries' `.pipeline()` build through the runner)
+    from irgrid.core.retrievers import RETRIEVERS
 
     return list(RETRIEVERS)
 
 
-__all__ = ["run", "retriever", "list_retrievers", "__version__"]
+__all__ = ["run", "retriever", "pipeline", "list_retrievers", "__version__"]

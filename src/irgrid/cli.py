@@ -8,7 +8,7 @@ import io
 import logging
 import sys
 
-from irgrid.registry import UnknownNameError
+from irgrid.core.registry import UnknownNameError
 
 
 def _table(rows: list[dict[str, str]], fmt: str) -> str:
@@ -38,7 +38,7 @@ def _shown(value) -> str:
 
 def cmd_profiles(entries, fmt: str) -> int:
     """Each entry's `paper` vs `card` settings where they differ, side by side with their sources."""
-    from irgrid.profiles import differences
+    from irgrid.core.profiles import differences
 
     rows = [{"name": r.name, "setting": d["setting"], "paper": _shown(d["paper"]), "card": _shown(d["card"]),
              "paper_source": d["paper_source"], "card_source": d["card_source"]}
@@ -67,7 +67,7 @@ def cmd_profiles(entries, fmt: str) -> int:
 
 
 def cmd_list(args) -> int:
-    from irgrid.retrievers import FAMILIES, RETRIEVERS, get
+    from irgrid.core.retrievers import FAMILIES, RETRIEVERS, get
 
     if args.name:
         return cmd_profiles([get(args.name)], args.format)
@@ -90,7 +90,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_datasets(args) -> int:
-    from irgrid.datasets import catalog
+    from irgrid.data.datasets import catalog
 
     entries = [d for d in catalog() if not args.group or d.group == args.group]
 
@@ -118,8 +118,8 @@ def cmd_datasets(args) -> int:
 
 
 def cmd_resolve(args) -> int:
-    from irgrid.models import resolve
-    from irgrid.retrievers import ModelRef
+    from irgrid.core.modelref import ModelRef
+    from irgrid.models.resolver import resolve
 
     r = resolve(ModelRef(args.model, args.revision))
     print(f"{r.ref}\t{r.source}\t{r.location}")
@@ -138,15 +138,15 @@ def cmd_run(args) -> int:
             os.environ["IR_DATASETS_HOME"] = os.path.join(args.cache, "irds")  # the cache's own, as documented
     if args.tiny_models:
         os.environ["IRGRID_TINY_MODELS"] = "1"
-    from irgrid import settings
+    from irgrid.core import settings
 
     settings.device()  # IRGRID_DEVICE checked once, before any work
     if settings.tiny_models():
         print("irgrid: TINY-MODEL MODE: every checkpoint with a declared architecture is a tiny random-weight model;"
               " these numbers check wiring only and are not results", file=sys.stderr)
-    from irgrid.experiment import load
     from irgrid.grid import _fmt_seconds, plan, run
-    from irgrid.report import markdown_table
+    from irgrid.runner.experiment import load
+    from irgrid.runner.outputs import markdown_table
     from irgrid.store import Store
 
     spec = load(args.experiment)
@@ -167,7 +167,7 @@ def cmd_run(args) -> int:
 
         sys.stdout.write(format_family_projection(family_projection(spec, rows)))
         return 0
-    from irgrid.executors import ExecutorConfig
+    from irgrid.cluster.executors import ExecutorConfig
 
     config = ExecutorConfig.load(args.executor_config, args.executor, shards=args.shards, partition=args.partition,
                                  gpus_per_job=args.gpus_per_job, time_min=args.time, address=args.ray_address,
@@ -187,7 +187,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from irgrid.executors import format_status, status
+    from irgrid.cluster.executors import format_status, status
 
     data = status(args.out)
     sys.stdout.write(format_status(data))
@@ -195,8 +195,8 @@ def cmd_status(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from irgrid.report import verify_outputs
-    from irgrid.reports import write_report
+    from irgrid.report.tables import write_report
+    from irgrid.runner.outputs import verify_outputs
 
     verify_outputs(args.out)  # incomplete or mixed folders are refused, naming the file
 
@@ -218,7 +218,7 @@ def cmd_report(args) -> int:
 def cmd_check(args) -> int:
     from pathlib import Path
 
-    from irgrid.check import CheckError, check
+    from irgrid.report.check import CheckError, check
 
     try:
         outcomes = check(Path(args.out), args.expected)
@@ -241,7 +241,7 @@ def cmd_qa(args) -> int:
     logging.getLogger("irgrid").setLevel(logging.INFO)
     from pathlib import Path
 
-    from irgrid.qa.data import DisastQAError
+    from irgrid.data.disastqa import DisastQAError
     from irgrid.qa.readers import ReaderError
     from irgrid.qa.runner import QAExperimentError, load, run
 
@@ -286,9 +286,9 @@ def cmd_qa_replay(argv: list[str]) -> int:
     logging.getLogger("irgrid").setLevel(logging.INFO)
     from pathlib import Path
 
-    from irgrid.models import ModelUnavailableError
+    from irgrid.data.disastqa import DisastQAError
+    from irgrid.models.resolver import ModelUnavailableError
     from irgrid.qa import judges, replay
-    from irgrid.qa.data import DisastQAError
 
     try:
         judge = judges.parse_judge(args.judge) if args.judge else None  # None: the cross-validated default
@@ -390,13 +390,13 @@ def _run_reporting_errors(args) -> int:
     import errno
     import traceback
 
-    from irgrid.datasets import DatasetError
-    from irgrid.executors import ExecutorError
-    from irgrid.experiment import ExperimentError
-    from irgrid.locks import LockTimeout
-    from irgrid.models import ModelUnavailableError
-    from irgrid.report import OutputError
-    from irgrid.settings import SettingsError
+    from irgrid.cluster.executors import ExecutorError
+    from irgrid.core.locks import LockTimeout
+    from irgrid.core.settings import SettingsError
+    from irgrid.data.datasets import DatasetError
+    from irgrid.models.resolver import ModelUnavailableError
+    from irgrid.runner.experiment import ExperimentError
+    from irgrid.runner.outputs import OutputError
     from irgrid.store import CacheError
 
     def fail(message: str) -> int:

@@ -18,14 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from irgrid.retrievers import QueryContext, Retriever
+from irgrid.core.retrievers import QueryContext, Retriever
 
 KINDS = ("sequence-classification", "monot5")
 MONOT5_TEMPLATE = "Query: {query} Document: {text} Relevant:"
 
 
 def make_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None, index: Any = None) -> Any:
-    """The entry's scorer (registered with irgrid.expressions for the right side of >>)."""
+    """The entry's scorer (registered with irgrid.runner.expressions for the right side of >>)."""
     return _scorer_class()(entry.name, dict(entry.options), models["model"], device)
 
 
@@ -49,8 +49,8 @@ def _define() -> type:
     import pandas as pd
     import pyterrier as pt
 
-    from irgrid.encoders import pick_device
-    from irgrid.expressions import Memo
+    from irgrid.core.memo import Memo
+    from irgrid.models.devices import pick_device
 
     class CrossEncoderScorer(pt.Transformer):
         def __init__(self, name: str, options: dict[str, Any], resolved: Any, device: str | None):
@@ -66,7 +66,7 @@ def _define() -> type:
         def _load(self) -> None:
             import transformers as tf
 
-            from irgrid.loading import from_pretrained_strict
+            from irgrid.models.loading import from_pretrained_strict
 
             loc, kw = self.resolved.location, self.resolved.kwargs()
             self.tokenizer = tf.AutoTokenizer.from_pretrained(loc, **kw)

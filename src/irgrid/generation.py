@@ -21,9 +21,9 @@ from typing import Any
 import pandas as pd
 import pyterrier as pt
 
-from irgrid import prompts, settings
-from irgrid._util import config_hash
-from irgrid.prompts import Prompt
+from irgrid.core import prompts, settings
+from irgrid.core.hashing import config_hash
+from irgrid.core.prompts import Prompt
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def _load_causal_lm(location: str, revision: str | None, device: str | None):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from irgrid.loading import from_pretrained_strict
+    from irgrid.models.loading import from_pretrained_strict
 
     kwargs = {"revision": revision} if revision else {}
     tokenizer = AutoTokenizer.from_pretrained(location, **kwargs)
@@ -98,7 +98,7 @@ class GenerationStats:
 
 @dataclass
 class Generator:
-    """A causal LM behind a persistent cache. `resolved` is an `irgrid.models.Resolved`."""
+    """A causal LM behind a persistent cache. `resolved` is an `irgrid.core.modelref.Resolved`."""
 
     resolved: Any
     prompt: Prompt
@@ -140,7 +140,7 @@ class Generator:
         if missing:  # one bar per generation pass, in prompts, with rate and ETA (cached prompts skip it)
             from tqdm.auto import tqdm
 
-            from irgrid._util import progress_stream
+            from irgrid.core.console import progress_stream
 
             stream = progress_stream()
             bar = tqdm(total=len(missing), desc=f"generating with {self.resolved.ref}", unit="prompt",
@@ -223,7 +223,7 @@ def load_seq2seq(location: str, revision: str | None, device: str | None):
     import torch
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    from irgrid.loading import from_pretrained_strict
+    from irgrid.models.loading import from_pretrained_strict
 
     kwargs = {"revision": revision} if revision else {}
     tokenizer = AutoTokenizer.from_pretrained(location, **kwargs)

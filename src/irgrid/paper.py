@@ -1,6 +1,6 @@
 """One description of *A Systematic Multi-Domain Evaluation of Document Retrievers* (Velev & Spitz): its datasets,
 its table columns, its aggregate columns, its published tables and the conventions where it and the official tools
-differ. The catalog (`irgrid.datasets`), the aggregates (`irgrid.measures`), Δσ (`irgrid.analysis`), the reports
+differ. The catalog (`irgrid.data.datasets`), the aggregates (`irgrid.measures`), Δσ (`irgrid.report.analysis`), the reports
 and `experiments/paper.yaml` read this module; nothing else writes the paper's constants.
 
 Pure data and small functions (no pandas, no ir_datasets): `irgrid list` / `irgrid datasets` import it cheaply.
@@ -107,7 +107,7 @@ CONVENTIONS: tuple[Convention, ...] = (
     Convention("depth",
                "1001 documents retrieved per query (so 1000 remain after a self-match is removed)",
                "1000", "src/run.py run(top_k=1001)",
-               "not stated; the `paper` profile sets num_results 1001 on every entry (irgrid.profiles.COMMON), "
+               "not stated; the `paper` profile sets num_results 1001 on every entry (irgrid.core.profiles.COMMON), "
                "the `card` profile keeps 1000"),
     Convention("bootstrap",
                "SE of an averaged column: every component's per-query vector resampled independently, the "
@@ -326,4 +326,4 @@ def reference_dir(path: str | Path | None = None) -> Path:
     """The folder of the paper's tables as CSV (shipped with irgrid, copies of /work/shared/reference)."""
     if path is not None:
         return Path(path)
-    return Path(str(resources.files("irgrid") / "data"))
+    return Path(str(resources.files("irgrid") / "paper_tables"))

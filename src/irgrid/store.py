@@ -5,7 +5,7 @@ Keys hash the full configuration, never just a name, so a changed option can nev
 under a temporary name and renamed into place when complete.
 
 The cache may be shared by many concurrent jobs (a cluster on a shared filesystem): each artifact has a file
-lock (`irgrid.locks`) that its builder holds, so two jobs never build the same artifact at once, and every
+lock (`irgrid.core.locks`) that its builder holds, so two jobs never build the same artifact at once, and every
 artifact actually built is recorded as one line of `builds.log` (which job built what, and when).
 """
 
@@ -23,10 +23,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from irgrid import locks, settings
-from irgrid._util import atomic_dir, atomic_path, config_hash, write_text_atomic
-from irgrid.datasets import Dataset, staged_fingerprint
-from irgrid.retrievers import IndexRecipe, Retriever
+from irgrid.core import locks, settings
+from irgrid.core.files import atomic_dir, atomic_path, write_text_atomic
+from irgrid.core.hashing import config_hash
+from irgrid.core.retrievers import IndexRecipe, Retriever
+from irgrid.data.datasets import Dataset, staged_fingerprint
 
 RUN_FORMAT = 2  # bump when the stored run format or evaluation inputs change (2: verified runs)
 MARKER = "irgrid-index.json"

@@ -3,7 +3,7 @@ frame of items, so a setting composes with any reader as `setting >> reader`.
 
 * Base: no passage (closed book).
 * Golden: the item's golden passage.
-* Mix: the Mix file's passage as released (one passage; see irgrid.qa.data for how it differs from the paper).
+* Mix: the Mix file's passage as released (one passage; see irgrid.data.disastqa for how it differs from the paper).
 * Retrieved: the top-k passages of any registered retriever over the derived collection (k=5 by default, the
   paper's "Top-5"), in rank order.
 """
@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 import pyterrier as pt
 
-from irgrid.qa import collection
+from irgrid.data import disastqa_ir as collection
 
 
 @dataclass(frozen=True)

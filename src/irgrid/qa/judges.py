@@ -84,7 +84,7 @@ class EmbeddingCache:
     is encoded once, whichever judge, replay or test asks for it."""
 
     def __init__(self, location: str, model_key: str, device: str | None = None, batch_size: int = 64):
-        from irgrid import settings
+        from irgrid.core import settings
 
         self.location = location
         self.device = device
@@ -173,7 +173,7 @@ class KeypointScorer:
     @property
     def cache(self) -> EmbeddingCache:
         if self._cache is None:
-            from irgrid import models as models_mod
+            from irgrid.models import resolver as models_mod
 
             resolved = models_mod.resolve(self.model_id)
             key = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.model_id)
@@ -338,7 +338,7 @@ def cross_validate(frame: pd.DataFrame, scores: dict[str, list[np.ndarray]], obj
 def write_json(path: Path, obj: Any) -> None:
     import json
 
-    from irgrid._util import write_text_atomic
+    from irgrid.core.files import write_text_atomic
 
     write_text_atomic(path, json.dumps(obj, indent=2, default=float))
 
@@ -416,7 +416,7 @@ def validate(human_path: str | Path, out: str | Path | None = None, *, scorers: 
     if out is not None:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
-        from irgrid._util import write_text_atomic
+        from irgrid.core.files import write_text_atomic
 
         write_text_atomic(out / "sweep.csv", sweep_df.to_csv(index=False))
         write_json(out / "cv.json", result)

@@ -24,9 +24,9 @@ from typing import Any
 import pandas as pd
 import pyterrier as pt
 
+from irgrid.core.modelref import ModelRef
+from irgrid.core.registry import Registry
 from irgrid.qa import prompts
-from irgrid.registry import Registry
-from irgrid.retrievers import ModelRef
 
 
 @dataclass(frozen=True)

@@ -37,9 +37,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from irgrid import settings
-from irgrid._util import config_hash, write_text_atomic
-from irgrid.qa import data, judges, measures
+from irgrid.core import settings
+from irgrid.core.files import write_text_atomic
+from irgrid.core.hashing import config_hash
+from irgrid.data import disastqa as data
+from irgrid.qa import judges, measures
 from irgrid.qa.readers import clean_open_answer, parse_letter
 
 log = logging.getLogger("irgrid")
@@ -160,7 +162,7 @@ def bleu4_paper(pred: str, ref: str) -> float:
 def bertscore_encoder(convention: str, extra: dict[str, str] | None = None) -> dict[str, Any]:
     """The encoder a BERTScore convention resolves to here: paper (roberta-large, layer 17) where its weights
     exist, else the named offline fallback; `minilm` asks for the fallback directly; `off` for none."""
-    from irgrid import models as models_mod
+    from irgrid.models import resolver as models_mod
 
     if convention == "off":
         return {"convention": "off"}
@@ -397,7 +399,7 @@ def run(path: str | Path, out: str | Path | None = None, *, models: list[str] | 
         oe_measures: tuple[str, ...] = OE_MEASURES) -> dict[str, Any]:
     """Score a released answers file; writes answers.csv, results.csv, tests.csv, results.md, manifest.json
     (+ differences.csv for multiple choice, agreement.json where human labels exist)."""
-    from irgrid.report import git_sha, package_versions
+    from irgrid.runner.outputs import git_sha, package_versions
 
     b = {"samples": 1000, "seed": 0, **(bootstrap or {})}
     frame = load(path, models, sample, seed)
@@ -438,8 +440,8 @@ def outputs_dir() -> Path:
 
 def reader_entry(raw: dict[str, Any], where: str):
     """`{replay: MODEL, dir: FOLDER}` in an experiment's readers: the released answers of MODEL as a reader."""
+    from irgrid.core.modelref import ModelRef
     from irgrid.qa.readers import Reader
-    from irgrid.retrievers import ModelRef
 
     extra = sorted(set(raw) - {"replay", "dir"})
     if extra:

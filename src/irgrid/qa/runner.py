@@ -26,9 +26,12 @@ from typing import Any
 
 import pandas as pd
 
-from irgrid import settings
-from irgrid._util import config_hash, write_text_atomic
-from irgrid.qa import collection, data, evidence, measures, prompts, readers
+from irgrid.core import settings
+from irgrid.core.files import write_text_atomic
+from irgrid.core.hashing import config_hash
+from irgrid.data import disastqa as data
+from irgrid.data import disastqa_ir as collection
+from irgrid.qa import evidence, measures, prompts, readers
 from irgrid.qa.evidence import Setting
 
 log = logging.getLogger("irgrid")
@@ -76,7 +79,7 @@ def _setting(item: Any, where: str) -> Setting:
     extra = sorted(set(item) - {"retrieved", "k", "as"})
     if extra:
         raise QAExperimentError(f"{where}: unknown key(s) {extra}; allowed: retrieved, k, as")
-    from irgrid import retrievers
+    from irgrid.core import retrievers
 
     name = str(item["retrieved"])
     try:
@@ -177,12 +180,23 @@ def sample_items(spec: QASpec) -> dict[str, pd.DataFrame]:
 
 
 def derived_dataset(spec: QASpec, items: dict[str, pd.DataFrame]):
-    from irgrid.datasets import get
+    from irgrid.data.datasets import get
 
     if spec.collection.get("scope", "full") == "full":
         return get(collection.ROOT)
     qids = [q for df in items.values() for q in df["qid"]]
-    return collection.subset(qids, int(spec.collection.get("distractors", 200)), int(spec.collection.get("seed", 0)))
+    return subset(qids, int(spec.collection.get("distractors", 200)), int(spec.collection.get("seed", 0)))
+
+
+def subset(qids: Any, distractors: int, seed: int) -> Any:
+    """The derived collection restricted to these items (plus seeded distractors), registered on first use."""
+    from irgrid.data.datasets import DATASETS, Dataset, register
+
+    name, notes, loader = collection.subset_loader(qids, distractors, seed)
+    if name in DATASETS:
+        return DATASETS.get(name)
+    return register(Dataset(name, corpus=name, fields=("text",), measures=collection.MEASURES, notes=notes,
+                            loader=loader))
 
 
 # -- cells --------------------------------------------------------------------------------------------------------
@@ -208,9 +222,9 @@ def _cache_path(key: str) -> Path:
 
 def run_cells(spec: QASpec, items: dict[str, pd.DataFrame], dataset, store) -> tuple[pd.DataFrame, dict]:
     """Generate (or load) every answer; returns the item-level frame and the models manifest."""
-    from irgrid import models as models_mod
-    from irgrid.grid import build_pipeline
-    from irgrid.retrievers import get as get_retriever
+    from irgrid.core.retrievers import get as get_retriever
+    from irgrid.models import resolver as models_mod
+    from irgrid.runner.cell import build_pipeline
 
     frames, manifest_models = [], {}
     retrieval_cache: dict[str, Any] = {}
@@ -278,8 +292,8 @@ def run_cells(spec: QASpec, items: dict[str, pd.DataFrame], dataset, store) -> t
 # -- scoring ------------------------------------------------------------------------------------------------------
 def score(spec: QASpec, answers: pd.DataFrame, items: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, dict]:
     """Per-item scores (one column per measure) and a description of the scorers used."""
-    from irgrid import models as models_mod
-    from irgrid.retrievers import ModelRef
+    from irgrid.core.modelref import ModelRef
+    from irgrid.models import resolver as models_mod
 
     info: dict[str, Any] = {}
     parts = []
@@ -317,9 +331,9 @@ def score(spec: QASpec, answers: pd.DataFrame, items: dict[str, pd.DataFrame]) -
 
 
 def _coverage_judge(spec: QASpec):
-    from irgrid import models as models_mod
+    from irgrid.core.modelref import ModelRef
+    from irgrid.models import resolver as models_mod
     from irgrid.qa import judges
-    from irgrid.retrievers import ModelRef
 
     if not spec.coverage:  # the cross-validated default (irgrid.qa.judges, README)
         spec_cov = {"method": judges.DEFAULT.scorer, "threshold": judges.DEFAULT.threshold}
@@ -408,8 +422,8 @@ def retrieval_quality(spec: QASpec, items: dict[str, pd.DataFrame], dataset, sto
     """Retrieval measures on the derived collection for every retriever of a Retrieved setting."""
     import ir_measures
 
-    from irgrid.grid import build_pipeline
-    from irgrid.retrievers import get as get_retriever
+    from irgrid.core.retrievers import get as get_retriever
+    from irgrid.runner.cell import build_pipeline
 
     names = list(dict.fromkeys(s.retriever for s in spec.settings if s.kind == "retrieved"))
     if not names:
@@ -467,7 +481,7 @@ def markdown(spec: QASpec, results: pd.DataFrame, retrieval: pd.DataFrame, info:
 
 
 def run(spec: QASpec | str | Path, out: str | Path | None = None, store=None) -> pd.DataFrame:
-    from irgrid.report import git_sha, package_versions
+    from irgrid.runner.outputs import git_sha, package_versions
     from irgrid.store import Store
 
     spec = spec if isinstance(spec, QASpec) else load(spec)

@@ -1,1 +1,0 @@
-"""Glue to index/search libraries that have no PyTerrier integration usable offline."""

@@ -1,0 +1,27 @@
+"""Cache keys: a canonical JSON form of a configuration and its hash, so equal configurations share caches."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+
+def canonical(obj: Any) -> Any:
+    """A JSON-able canonical form, so equal configurations hash equally whatever their dict order."""
+    if isinstance(obj, dict):
+        return {str(k): canonical(v) for k, v in sorted(obj.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(obj, (list, tuple)):
+        return [canonical(v) for v in obj]
+    if callable(obj) and hasattr(obj, "__qualname__"):
+        return f"{obj.__module__}.{obj.__qualname__}"
+    if isinstance(obj, (str, int, float, bool)) or obj is None:
+        return obj
+    if hasattr(obj, "config"):
+        return canonical(obj.config())
+    raise TypeError(f"cannot hash configuration value {obj!r} of type {type(obj).__name__}")
+
+
+def config_hash(obj: Any, length: int = 12) -> str:
+    data = json.dumps(canonical(obj), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(data.encode()).hexdigest()[:length]

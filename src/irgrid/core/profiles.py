@@ -1,0 +1,80 @@
+"""Named, sourced configurations of one retriever: `paper` (what the paper's code ran) and `card` (the model
+card / MTEB registry).
+
+Where the paper's code and a model card disagree, irgrid offers both by name and never picks one silently. A
+profile is data: option name -> `Setting(value, source)`, the source naming the file (repo path, model card,
+MTEB registry module) the value comes from. Applying a profile is `Retriever.with_options(**values)`, so cache
+keys follow the settings, not the profile's name: two profiles that agree on everything share every cache.
+
+An entry registers its card values as its defaults; `profiles["card"]` holds their sources, and
+`profiles["paper"]` the paper's values that differ. Light module: no heavy imports (`irgrid list` uses it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+PROFILES = ("paper", "card")
+DEFAULT_PROFILE = "card"  # experiment files without `profile:`; experiments/paper.yaml says `profile: paper`
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One value of a profile and where it comes from (e.g. 'valentinsvelev/retriever-evaluation:
+    src/models/sparta.py', 'model card', 'mteb/models/bge_models.py')."""
+
+    value: Any
+    source: str
+
+    def __post_init__(self) -> None:
+        if not self.source or not isinstance(self.source, str):
+            raise ValueError(f"setting {self.value!r} needs a source (file, card or registry it comes from)")
+
+
+Profile = Mapping[str, Setting]
+
+# Settings of a profile shared by every entry that has the option (an entry's own profile settings win).
+COMMON: dict[str, dict[str, Setting]] = {
+    "paper": {"num_results": Setting(1001, "valentinsvelev/retriever-evaluation:src/run.py run(top_k=1001): 1000 "
+                                           "remain after a self-match is removed")},
+}
+
+
+def for_entry(profile: str, own: Profile, options: Mapping[str, Any]) -> dict[str, Setting]:
+    """The settings `profile` applies to an entry with these options and its own profile settings."""
+    common = {k: s for k, s in COMMON.get(profile, {}).items() if k in options}
+    return {**common, **own}
+
+
+class ProfileError(ValueError):
+    pass
+
+
+def check_name(name: str, where: str = "") -> str:
+    """A profile name from user input: one of PROFILES, with a hint otherwise."""
+    if name not in PROFILES:
+        from irgrid.core.registry import did_you_mean
+
+        raise ProfileError(f"{where}unknown profile {name!r}.{did_you_mean(str(name), list(PROFILES))} "
+                           f"Profiles: {', '.join(PROFILES)}")
+    return name
+
+
+def values(profile: Profile) -> dict[str, Any]:
+    return {k: s.value for k, s in profile.items()}
+
+
+def differences(profiles: Mapping[str, Profile]) -> list[dict[str, Any]]:
+    """Rows (setting, paper, paper_source, card, card_source) for every setting the profiles do not agree on."""
+    paper, card = profiles.get("paper", {}), profiles.get("card", {})
+    rows = []
+    for key in sorted(set(paper) | set(card)):
+        p, c = paper.get(key), card.get(key)
+        if p is not None and c is not None and p.value == c.value:
+            continue
+        rows.append({"setting": key,
+                     "paper": p.value if p else "(default)", "paper_source": p.source if p else "",
+                     "card": c.value if c else "(default)", "card_source": c.source if c else ""})
+    return rows

@@ -1,0 +1,284 @@
+"""Declarative retriever entries.
+
+An entry says *what* a retriever is (family, architecture, checkpoints with revisions, options) and names the
+two functions that make it runnable: the document side (`IndexRecipe.build`, shared by every entry that
+indexes the same way) and the query side (`Retriever.query`, which gets the opened index artifact and returns a
+PyTerrier transformer). The engine never branches on a retriever: everything that differs lives here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from irgrid.core.hashing import canonical, config_hash
+from irgrid.core.modelref import ModelRef, Resolved
+from irgrid.core.profiles import Setting, check_name, for_entry
+from irgrid.core.profiles import values as profile_values
+from irgrid.core.registry import Registry
+
+if TYPE_CHECKING:
+    import pyterrier as pt
+
+
+# filled by irgrid.runner.cell on import (dependency inversion: this declarative layer never imports the runner)
+PIPELINE_BUILDER: dict[str, Callable[..., Any]] = {}
+
+FAMILIES = ("sparse", "expansion", "dense", "late-interaction", "reranker", "pipeline")  # pipeline: irgrid.runner.expressions
+_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-.")
+
+
+@dataclass
+class BuildContext:
+    """What an index builder gets: where to write, the documents, and resolved model paths."""
+
+    path: Path
+    params: Mapping[str, Any]
+    models: Mapping[str, Resolved]  # role -> where the checkpoint loads from
+    docs: Callable[[], Iterator[dict[str, str]]]  # fresh iterator of {'docno', 'text'} (flat title + text)
+    docs_count: int
+    device: str | None = None
+    # the same documents with title and text kept apart ({'docno', 'title', 'text'}), for builders whose entry
+    # declares other document fields than the flat join (irgrid.data.doc_fields); None where not available
+    fielded: Callable[[], Iterator[dict[str, str]]] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class DocStage:
+    """A document-side transformation whose output is cached once per corpus and reused by every index built
+    from it (doc2query expansions, impact vectors): `make(ctx)` returns a PyTerrier transformer applied to
+    batches of {'docno', 'text'} records; the records it returns are stored as JSON lines."""
+
+    name: str
+    make: Callable[[BuildContext], Any]
+    params: Mapping[str, Any] = field(default_factory=dict)
+    models: Mapping[str, ModelRef] = field(default_factory=dict)
+    version: int = 1
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name, "make": canonical(self.make), "params": canonical(dict(self.params)),
+                "models": {k: v.config() for k, v in self.models.items()}, "version": self.version}
+
+    def key(self) -> str:
+        return config_hash(self.config())
+
+
+@dataclass(frozen=True, eq=False)
+class IndexRecipe:
+    """The document side. Entries holding equal recipes share one index per corpus."""
+
+    name: str
+    build: Callable[[BuildContext], None]
+    open: Callable[[Path, Mapping[str, Any], Mapping[str, Resolved]], Any]
+    params: Mapping[str, Any] = field(default_factory=dict)
+    models: Mapping[str, ModelRef] = field(default_factory=dict)
+    version: int = 1  # bump when the builder's output changes for the same params
+    stage: DocStage | None = None  # documents pass through this (cached) stage before the builder sees them
+    # the builder can be split into encoding shards merged bit-for-bit (irgrid.cluster.sharding); not part of the key:
+    # it says how an index may be built, not what it contains
+    shardable: bool = False
+    # build in a forked child process: a native builder that aborts or segfaults (PISA on a full disk) then fails
+    # only this index, named, instead of killing the grid. Only for builders that use no JVM or GPU (fork-safe)
+    isolate: bool = False
+
+    def all_models(self) -> dict[str, ModelRef]:
+        out = dict(self.stage.models) if self.stage else {}
+        out.update(self.models)
+        return out
+
+    def config(self) -> dict[str, Any]:
+        out = {
+            "name": self.name,
+            "build": canonical(self.build),
+            "params": canonical(dict(self.params)),
+            "models": {k: v.config() for k, v in self.models.items()},
+            "version": self.version,
+        }
+        if self.stage is not None:
+            out["stage"] = self.stage.config()
+        return out
+
+    def key(self) -> str:
+        return config_hash(self.config())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, IndexRecipe) and self.config() == other.config()
+
+    def __hash__(self) -> int:
+        return hash(self.key())
+
+
+@dataclass(frozen=True)
+class QueryContext:
+    """What a query-side builder gets besides the opened index artifact."""
+
+    options: Mapping[str, Any]
+    models: Mapping[str, Resolved]
+    device: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Retriever:
+    """One row of Table 1: a named, fully specified retriever."""
+
+    name: str
+    family: str
+    architecture: str
+    query: Callable[[Any, QueryContext], pt.Transformer]
+    index: IndexRecipe | None = None
+    models: Mapping[str, ModelRef] = field(default_factory=dict)  # query-side checkpoints
+    options: Mapping[str, Any] = field(default_factory=dict)
+    paper_name: str | None = None  # the name in the paper's tables, for checks against reference scores
+    extra: str | None = None  # the pip extra that installs this family's dependencies
+    reference: str | None = None  # where the configuration comes from (model card, paper, code)
+    version: int = 1
+    # entries that wrap another entry (HyDE over a dense retriever) re-derive themselves when these options change
+    derive: Callable[[Mapping[str, Any]], Retriever] | None = None
+    derive_options: tuple[str, ...] = ()
+    # named, sourced configurations (irgrid.core.profiles): option -> Setting; the defaults above are the card's
+    profiles: Mapping[str, Mapping[str, Setting]] = field(default_factory=dict)
+    profile: str | None = None  # the profile applied (not part of the key: the settings it changed are)
+    # option name -> (type, min, max) beyond `OPTION_TYPES` (not part of the key: it validates, never changes runs)
+    option_types: Mapping[str, tuple[type, float | None, float | None]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.name or set(self.name) - _NAME_CHARS or self.name[0] in "-.":
+            raise ValueError(
+                f"retriever name {self.name!r} must be kebab-case (a-z, 0-9, '-', '.'): it becomes a file name"
+            )
+        if self.family not in FAMILIES:
+            raise ValueError(f"retriever {self.name!r}: family {self.family!r} is not one of {FAMILIES}")
+
+    def all_models(self) -> dict[str, ModelRef]:
+        out = self.index.all_models() if self.index else {}
+        out.update(self.models)
+        return out
+
+    def config(self) -> dict[str, Any]:
+        """Everything that determines this retriever's output; its hash keys cached runs."""
+        return {
+            "query": canonical(self.query),
+            "index": self.index.config() if self.index else None,
+            "models": {k: v.config() for k, v in self.models.items()},
+            "options": canonical(dict(self.options)),
+            "version": self.version,
+        }
+
+    def key(self) -> str:
+        return config_hash(self.config())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Retriever) and (self.name, self.config()) == (other.name, other.config())
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.key()))
+
+    def with_options(self, name: str | None = None, **options: Any) -> Retriever:
+        """A variant with some options changed; unknown option names are an error, not a silent no-op."""
+        if self.derive is not None and set(options) & set(self.derive_options):
+            rebuilt = self.derive({**self.options, **{k: options[k] for k in self.derive_options if k in options}})
+            # a re-derived entry keeps this entry's profiles (unless it has its own) and the one applied
+            rebuilt = dataclasses.replace(rebuilt, profiles=rebuilt.profiles or self.profiles, profile=self.profile)
+            rest = {k: v for k, v in options.items() if k not in self.derive_options}
+            return rebuilt.with_options(name=name or self.name, **rest)
+        roles = set(self.all_models())
+        unknown = sorted(set(options) - set(self.options) - roles)
+        if unknown:
+            raise ValueError(
+                f"retriever {self.name!r} has no option(s) {', '.join(map(repr, unknown))}; "
+                f"its options are: {', '.join(sorted(set(self.options) | roles)) or '(none)'} "
+                f"(model roles take 'org/name' or 'org/name@revision')"
+            )
+        swaps = {k: _model_from_option(v, self.all_models()[k], self.name, k) for k, v in options.items() if k in roles}
+        merged = {**self.options, **{k: v for k, v in options.items() if k not in roles}}
+        entry = dataclasses.replace(self, name=name or self.name, options=merged,
+                                    models={k: swaps.get(k, v) for k, v in self.models.items()})
+        if entry.index is not None and swaps:
+            index = entry.index
+            stage = index.stage
+            if stage is not None and set(swaps) & set(stage.models):
+                stage = dataclasses.replace(stage, models={k: swaps.get(k, v) for k, v in stage.models.items()})
+            index = dataclasses.replace(index, stage=stage,
+                                        models={k: swaps.get(k, v) for k, v in index.models.items()})
+            entry = dataclasses.replace(entry, index=index)
+        return entry
+
+    def with_profile(self, profile: str, name: str | None = None) -> Retriever:
+        """This entry under a named profile ('paper' or 'card'): its settings applied as options, so the cache
+        key follows the values. An entry without settings for a profile has one configuration for both."""
+        check_name(profile, f"retriever {self.name!r}: ")
+        settings = for_entry(profile, self.profiles.get(profile, {}), self.options)
+        try:
+            entry = self.with_options(name=name, **profile_values(settings)) if settings else \
+                dataclasses.replace(self, name=name or self.name)
+        except ValueError as e:
+            raise ValueError(f"retriever {self.name!r}, profile {profile!r}: {e}") from e
+        return dataclasses.replace(entry, profile=profile)
+
+    def pipeline(self, dataset: str | None = None, **kwargs: Any) -> pt.Transformer:
+        """Build this retriever for a dataset (indexing it first if needed): for scripts and notebooks.
+
+        The work is the runner's, a layer above this one: it registers itself in `PIPELINE_BUILDER` when imported
+        (`irgrid.retriever()` and `irgrid.pipeline()` import it), so entries stay pure data."""
+        if PIPELINE_BUILDER.get("build") is None:
+            raise RuntimeError(f"{self.name}.pipeline() needs irgrid's runner: get entries with irgrid.retriever(name) "
+                               f"or call irgrid.pipeline(entry, dataset)")
+        return PIPELINE_BUILDER["build"](self, dataset, **kwargs)
+
+
+# Declared option types with ranges (issue 13): (type, minimum, maximum); None bounds are open. Entries may
+# override per option through `Retriever.option_types`; these defaults cover the options shared by many entries.
+OPTION_TYPES: dict[str, tuple[type, float | None, float | None]] = {
+    "k1": (float, 0.0, None), "b": (float, 0.0, 1.0), "num_results": (int, 1, None), "mu": (float, 0.0, None),
+    "c": (float, 0.0, None), "batch_size": (int, 1, None), "max_length": (int, 1, None), "top_k": (int, 1, None),
+}
+# options whose None is a value, not a missing one (what None means)
+OPTION_NULLABLE: dict[str, str] = {"top_k": "no pruning"}
+
+
+def check_options(entry: Retriever) -> str | None:
+    """Why an entry's option values are unusable (None: they are fine): typed and in range, checked before
+    any cell runs instead of failing inside a library at run time."""
+    declared = {**OPTION_TYPES, **dict(getattr(entry, "option_types", None) or {})}
+    for name, value in entry.options.items():
+        if name not in declared or (value is None and name in OPTION_NULLABLE):
+            continue
+        kind, low, high = declared[name]
+        ok_type = (isinstance(value, int) and not isinstance(value, bool)) if kind is int else (
+            isinstance(value, (int, float)) and not isinstance(value, bool))
+        if not ok_type:
+            return f"option {name}: expected {'a whole number' if kind is int else 'a number'}, got {value!r}"
+        if (low is not None and value < low) or (high is not None and value > high):
+            bounds = f"[{low if low is not None else '-inf'}, {high if high is not None else 'inf'}]"
+            return f"option {name}: {value!r} is outside {bounds}"
+    return None
+
+
+def _model_from_option(value: Any, current: ModelRef, entry: str, role: str) -> ModelRef:
+    """'org/name' or 'org/name@revision' replaces the checkpoint of a role (the architecture hint is kept)."""
+    if isinstance(value, ModelRef):
+        return value
+    if not isinstance(value, str) or "/" not in value:
+        raise ValueError(f"retriever {entry!r}: model role {role!r} takes 'org/name[@revision]', got {value!r}")
+    model_id, _, revision = value.partition("@")
+    return dataclasses.replace(current, id=model_id, revision=revision or None)
+
+
+def _load_entries() -> None:
+    from irgrid.core import entries
+
+    entries.load()
+
+
+RETRIEVERS: Registry[Retriever] = Registry("retriever", loader=_load_entries)
+
+
+def register(entry: Retriever) -> Retriever:
+    return RETRIEVERS.register(entry.name, entry)
+
+
+def get(name: str) -> Retriever:
+    return RETRIEVERS.get(name)

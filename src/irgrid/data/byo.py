@@ -1,0 +1,166 @@
+"""Bring-your-own collections: datasets declared in an experiment file from local files.
+
+```yaml
+collections:
+  - name: my-collection              # then usable in `datasets:` like any catalog entry
+    docs: data/docs.jsonl            # JSONL (_id/doc_id/docno, title, text) or TSV (id, [title,] text); .gz ok
+    topics: data/topics.tsv          # TSV (qid<TAB>text) or TREC (<top><num><title>...)
+    qrels: data/qrels.txt            # TREC format: qid 0 docid label
+    fields: [title, text]            # optional: document fields joined (default title + text)
+    drop_self_matches: false         # optional: the same policies as the catalog
+    measures: [nDCG@10]              # optional: listed by `irgrid datasets`
+```
+
+Paths are relative to the experiment file. The collection is registered with ir_datasets under its name (so
+`pt.get_dataset("irds:<name>")` works too); its corpus id carries a hash of the documents file, and the run cache
+key hashes of all three files, so editing a file can never reuse a stale index or run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from irgrid.data import datasets as ds_mod
+
+KEYS = {"name", "docs", "topics", "qrels", "docs_format", "topics_format", "fields", "query_field",
+        "drop_self_matches", "measures", "notes"}
+DOCS_FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".tsv": "tsv", ".txt": "tsv"}
+TOPICS_FORMATS = {".tsv": "tsv", ".txt": "trec", ".trec": "trec", ".topics": "trec"}
+
+
+class CollectionError(ValueError):
+    pass
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def _format(path: Path, given: Any, table: dict[str, str], role: str, where: str) -> str:
+    allowed = sorted(set(table.values()))
+    if given is not None:
+        if given not in allowed:
+            raise CollectionError(f"{where}: {role}_format {given!r} is not one of {allowed}")
+        return str(given)
+    suffixes = [s for s in path.suffixes if s != ".gz"]
+    fmt = table.get(suffixes[-1].lower()) if suffixes else None
+    if fmt is None:
+        raise CollectionError(f"{where}: cannot tell the format of {role} file {path.name!r} from its extension; "
+                              f"set {role}_format to one of {allowed}")
+    return fmt
+
+
+SCAN_DOCS_BYTES = 512 << 20  # docs files up to this size are read through at load (ids, format, encoding)
+
+
+def _validate(paths: dict[str, Path], docs_format: str, topics_format: str, hashes: dict[str, str],
+              where: str) -> None:
+    """Check the files at the edge, before any cell runs: each error names the file and line. Qrels that match
+    no query or no document are warned about (they score zero, silently, otherwise)."""
+    import logging
+
+    from irgrid.data import loaders
+
+    log = logging.getLogger("irgrid")
+    try:
+        if paths["docs"].stat().st_size == 0:
+            raise loaders.InputError(f"{paths['docs']}: the docs file is empty (0 bytes)")
+        if topics_format == "tsv":
+            qids = {q for q, _ in loaders.read_tsv_topics(paths["topics"])}
+        else:
+            qids = {q.query_id for q in loaders.VerifiedTrecQueries(paths["topics"], hashes["topics"]).queries_iter()}
+            if not qids:
+                raise loaders.InputError(f"{paths['topics']}: no topics found (expected <top><num>...<title>...)")
+        qrels = loaders.read_trec_qrels(paths["qrels"])
+        docnos = None
+        if paths["docs"].stat().st_size <= SCAN_DOCS_BYTES:
+            docnos = {d.doc_id for d in loaders.VerifiedDocs(paths["docs"], docs_format, hashes["docs"]).docs_iter()}
+    except (loaders.InputError, ValueError) as e:
+        raise CollectionError(f"{where}: {e}") from None
+    judged = {q for q, _, _ in qrels}
+    if not judged & qids:
+        raise CollectionError(f"{where}: no query id of {paths['qrels']} occurs in {paths['topics']} (e.g. "
+                              f"{sorted(judged)[:3]} vs {sorted(qids)[:3]}); every score would be 0")
+    if docnos is not None:
+        relevant = {d for _, d, label in qrels if label > 0}
+        if relevant and not relevant & docnos:
+            log.warning("%s: no relevant document of %s is in %s (e.g. %s); every score will be 0", where,
+                        paths["qrels"], paths["docs"], sorted(relevant)[:3])
+        elif relevant - docnos:
+            log.warning("%s: %d of %d relevant documents in %s are not in %s", where, len(relevant - docnos),
+                        len(relevant), paths["qrels"].name, paths["docs"].name)
+    unjudged = qids - judged
+    if unjudged:
+        log.warning("%s: %d of %d queries have no judgements in %s (they are not evaluated)", where, len(unjudged),
+                    len(qids), paths["qrels"].name)
+
+
+def register(item: Any, base: Path, where: str) -> ds_mod.Dataset:
+    """Validate one `collections:` entry and register it in the dataset catalog (idempotent for equal files)."""
+    if not isinstance(item, dict):
+        raise CollectionError(f"{where}: expected a mapping with keys name, docs, topics, qrels; got {item!r}")
+    unknown = sorted(set(item) - KEYS)
+    if unknown:
+        raise CollectionError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(KEYS)}")
+    missing = [k for k in ("name", "docs", "topics", "qrels") if not item.get(k)]
+    if missing:
+        raise CollectionError(f"{where}: missing {missing} (a collection needs name, docs, topics and qrels)")
+    name = str(item["name"])
+    if not name.replace("-", "").replace("_", "").replace("/", "").replace(".", "").isalnum():
+        raise CollectionError(f"{where}: name {name!r} may only use letters, digits, '-', '_', '.', '/'")
+    paths: dict[str, Path] = {}
+    for role in ("docs", "topics", "qrels"):
+        path = Path(str(item[role])).expanduser()
+        path = path if path.is_absolute() else (base / path)
+        if not path.is_file():
+            raise CollectionError(f"{where}: {role} file {path} does not exist (paths are relative to {base})")
+        paths[role] = path.resolve()
+    docs_format = _format(paths["docs"], item.get("docs_format"), DOCS_FORMATS, "docs", where)
+    topics_format = _format(paths["topics"], item.get("topics_format"), TOPICS_FORMATS, "topics", where)
+    fields = tuple(item.get("fields") or ("title", "text"))
+    bad = [f for f in fields if f not in ("title", "text")]
+    if bad:
+        raise CollectionError(f"{where}: fields {bad} are not document fields; use title and/or text")
+    measures = tuple(str(m) for m in (item.get("measures") or ("nDCG@10",)))
+    hashes = {role: _sha256(path) for role, path in paths.items()}
+    _validate(paths, docs_format, topics_format, hashes, where)
+    corpus = f"{name}@{hashes['docs'][:12]}"
+
+    def loader() -> Any:
+        from irgrid.data import loaders
+
+        return loaders.local_collection(paths["docs"], docs_format, paths["topics"], topics_format, paths["qrels"],
+                                        hashes=hashes)
+
+    loader.__qualname__ = f"byo_loader_{name}"
+    query_field = item.get("query_field") or ("text" if topics_format == "tsv" else "title")
+    dataset = ds_mod.Dataset(
+        name, corpus=corpus, fields=fields, query_field=str(query_field),
+        drop_self_matches=bool(item.get("drop_self_matches", False)), measures=measures, group="byo",
+        loader=loader, files=tuple(sorted(hashes.items())), notes=str(item.get("notes") or f"local files: {base}"),
+    )
+    corpus_entry = ds_mod.Dataset(corpus, corpus=corpus, fields=fields, group="byo", loader=loader,
+                                  files=(("docs", hashes["docs"]),), notes=f"documents of {name}")
+    for entry in (dataset, corpus_entry):
+        if entry.name in ds_mod.DATASETS:
+            existing = ds_mod.DATASETS.get(entry.name)
+            if existing.config() != entry.config():
+                raise CollectionError(
+                    f"{where}: dataset name {entry.name!r} is already registered "
+                    f"({'a catalog dataset' if existing.group != 'byo' else 'with other files or policies'}); "
+                    f"give the collection another name"
+                )
+            continue
+        ds_mod.ensure_irds_home()
+        import ir_datasets
+
+        if entry.name in ir_datasets.registry:
+            raise CollectionError(f"{where}: {entry.name!r} is an ir_datasets id; give the collection another name")
+        ds_mod.register(entry)
+    return ds_mod.DATASETS.get(name)

@@ -1,0 +1,5 @@
+"""The data layer's error: a dataset that cannot be found, read or trusted (loaders and the catalog raise it)."""
+
+
+class DatasetError(RuntimeError):
+    pass

