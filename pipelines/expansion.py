@@ -13,9 +13,9 @@ from typing import Any
 
 from irgrid.pipelines.sparse import LUCENE_FLAT, build_lucene, open_lucene
 
+from irgrid.core.generation_prompts import Prompt
 from irgrid.core.modelref import ModelRef
 from irgrid.core.profiles import Setting
-from irgrid.core.prompts import Prompt
 from irgrid.core.retrievers import (
     RETRIEVERS,
     BuildContext,

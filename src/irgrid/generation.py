@@ -21,9 +21,10 @@ from typing import Any
 import pandas as pd
 import pyterrier as pt
 
-from irgrid.core import prompts, settings
+from irgrid.core import generation_prompts as prompts
+from irgrid.core import settings
+from irgrid.core.generation_prompts import Prompt
 from irgrid.core.hashing import config_hash
-from irgrid.core.prompts import Prompt
 
 
 @dataclass(frozen=True)

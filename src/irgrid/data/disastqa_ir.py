@@ -1,5 +1,5 @@
 """A disaster-domain retrieval collection DERIVED from DisastQA, as ir_datasets loaders (the catalog in
-`irgrid.data.datasets` declares its entries; `irgrid.qa.subsets` makes per-experiment subsets).
+`irgrid.data.datasets` declares its entries; `irgrid.qa.runner.subset` makes per-experiment subsets).
 
 What it is: the corpus is every distinct passage of DisastQA's Golden and Mix files (3,675 texts), the queries
 are DisastQA's questions (2,000 multiple-choice `mcq-NNNN`, 1,000 open-ended `oe-NNNN`) and each question's

@@ -212,7 +212,7 @@ def _first_measure_values(grid: Grid) -> pd.DataFrame:
 
 
 @dataclass
-class Cell:
+class TableCell:
     text: str
     cls: str | None = None  # a Δσ class (analysis.CLASSES) colours the cell
     bold: bool = False
@@ -224,7 +224,7 @@ class Table:
     stem: str
     title: str
     columns: list[str]
-    rows: list[list[Cell]]
+    rows: list[list[TableCell]]
     notes: list[str] = field(default_factory=list)
 
 
@@ -246,7 +246,7 @@ def _fmt(v: Any, digits: int = 3) -> str:
 
 
 def to_markdown(t: Table) -> str:
-    def cell(c: Cell) -> str:
+    def cell(c: TableCell) -> str:
         text = c.text + (f" {MD_MARKS[c.cls]}" if c.cls and MD_MARKS.get(c.cls) else "")
         text = f"**{text}**" if c.bold else text
         return f"_{text}_" if c.muted else text
@@ -268,7 +268,7 @@ def tex_escape(text: str) -> str:
 
 
 def to_latex(t: Table) -> str:
-    def cell(c: Cell) -> str:
+    def cell(c: TableCell) -> str:
         text = tex_escape(c.text)
         if c.cls and c.cls != "new":
             r, g, b = an.CLASS_COLOURS[c.cls][1]
@@ -287,7 +287,7 @@ def to_latex(t: Table) -> str:
 
 
 def to_html(t: Table) -> str:
-    def cell(c: Cell) -> str:
+    def cell(c: TableCell) -> str:
         style = []
         if c.cls and c.cls != "new":
             r, g, b = an.CLASS_COLOURS[c.cls][1]
@@ -318,7 +318,7 @@ def _our_values(grid: Grid) -> dict[str, dict[tuple[str, str], float]]:
     return out
 
 
-def _bold_best(rows: list[list[Cell]], values: list[list[float | None]]) -> None:
+def _bold_best(rows: list[list[TableCell]], values: list[list[float | None]]) -> None:
     for j in range(len(values[0]) if values else 0):
         col = [v[j] for v in values if v[j] is not None]
         if len(col) > 1:
@@ -356,19 +356,19 @@ def paper_table(grid: Grid, z: pd.DataFrame, table: str, reference: str | Path |
             published[(r["paper_model"], r["datasets"], col.components[0][1])] = float(r["published"])
     rows, values = [], []
     for s in systems:
-        row, vals = [Cell(s)], []
+        row, vals = [TableCell(s)], []
         for c in cols:
             zr = zmap.get((s, table, c.column))
             if zr is None:
                 failed = grid.failed(s, (d for names_, _ in c.components for d in names_))
-                row.append(Cell("failed" if failed else "–"))
+                row.append(TableCell("failed" if failed else "–"))
                 vals.append(None)
             else:
-                row.append(Cell(_fmt(zr["ours"]), zr["class"]))
+                row.append(TableCell(_fmt(zr["ours"]), zr["class"]))
                 vals.append(float(zr["ours"]))
         for k in extras:
             v = ours.get(s, {}).get(k)
-            row.append(Cell(_fmt(v, 4), single.get((s, *k))) if v is not None else Cell("–"))
+            row.append(TableCell(_fmt(v, 4), single.get((s, *k))) if v is not None else TableCell("–"))
             vals.append(v)
         rows.append(row)
         values.append(vals)
@@ -376,9 +376,9 @@ def paper_table(grid: Grid, z: pd.DataFrame, table: str, reference: str | Path |
     paper = an.load_paper_table(table, reference)
     models = [m for m in dict.fromkeys(grid.paper_names().values()) if m and m in paper.index]
     for m in models:
-        rows.append([Cell(f"paper: {m}", muted=True)]
-                    + [Cell(_fmt(_num(paper.at[m, c.column])), muted=True) for c in cols]
-                    + [Cell(_fmt(published.get((m, *k))), muted=True) for k in extras])
+        rows.append([TableCell(f"paper: {m}", muted=True)]
+                    + [TableCell(_fmt(_num(paper.at[m, c.column])), muted=True) for c in cols]
+                    + [TableCell(_fmt(published.get((m, *k))), muted=True) for k in extras])
     names = dict(an.paper.TABLE_TITLES)
     notes = [LEGEND]
     if any(cell.text == "failed" for row in rows for cell in row):
@@ -397,9 +397,9 @@ def _num(v: Any) -> float | None:
 
 
 def zscore_table(z: pd.DataFrame) -> Table:
-    rows = [[Cell(r["system"]), Cell("–" if pd.isna(r["paper_model"]) else str(r["paper_model"])), Cell(r["table"]), Cell(r["label"]),
-             Cell(_fmt(r["ours"], 4)), Cell(_fmt(r["se"], 4)), Cell(_fmt(_num(r["published"]))),
-             Cell(_fmt(_num(r["delta"]), 4)), Cell(_fmt(_num(r["delta_sigma"]), 3), r["class"]), Cell(r["class"])]
+    rows = [[TableCell(r["system"]), TableCell("–" if pd.isna(r["paper_model"]) else str(r["paper_model"])), TableCell(r["table"]), TableCell(r["label"]),
+             TableCell(_fmt(r["ours"], 4)), TableCell(_fmt(r["se"], 4)), TableCell(_fmt(_num(r["published"]))),
+             TableCell(_fmt(_num(r["delta"]), 4)), TableCell(_fmt(_num(r["delta_sigma"]), 3), r["class"]), TableCell(r["class"])]
             for _, r in z.iterrows()]
     return Table("tableA3", "Table A.3 (ours): Δσ = (ours − published) / SE_boot", [
         "system", "paper model", "table", "column", "ours", "SE", "published", "Δ", "Δσ", "class"], rows, [LEGEND])
@@ -407,9 +407,9 @@ def zscore_table(z: pd.DataFrame) -> Table:
 
 def bootstrap_tbl(a: Analyses, grid: Grid) -> Table:
     res = grid.results.set_index(["dataset", "system", "measure"])["value"]
-    rows = [[Cell(r["dataset"]), Cell(r["system"]), Cell(r["measure"]),
-             Cell(_fmt(float(res.get((r["dataset"], r["system"], r["measure"]), r["mean"])), 4)),
-             Cell(_fmt(r["se"], 4)), Cell(str(r["queries"]))] for _, r in a.bootstrap.iterrows()]
+    rows = [[TableCell(r["dataset"]), TableCell(r["system"]), TableCell(r["measure"]),
+             TableCell(_fmt(float(res.get((r["dataset"], r["system"], r["measure"]), r["mean"])), 4)),
+             TableCell(_fmt(r["se"], 4)), TableCell(str(r["queries"]))] for _, r in a.bootstrap.iterrows()]
     return Table("bootstrap", f"Bootstrap standard errors (B = {a.params['B']}, seed {a.params['seed']})",
                  ["dataset", "system", "measure", "value", "SE", "queries"], rows)
 
@@ -419,9 +419,9 @@ def failure_tbl(a: Analyses) -> Table:
     k = a.params["depth"] + 1
     for (dataset, system), block in a.failure_ranks.groupby(["dataset", "system"], sort=False):
         hard = a.hard_queries[(a.hard_queries["dataset"] == dataset) & (a.hard_queries["system"] == system)]
-        rows.append([Cell(dataset), Cell(system), Cell(str(len(block))), Cell(_fmt(float(block["rank"].median()), 1)),
-                     Cell(str(int((block["rank"] == k).sum()))), Cell(str(len(hard))),
-                     Cell(str(int(hard["rank"].min())) if len(hard) else "–")])
+        rows.append([TableCell(dataset), TableCell(system), TableCell(str(len(block))), TableCell(_fmt(float(block["rank"].median()), 1)),
+                     TableCell(str(int((block["rank"] == k).sum()))), TableCell(str(len(hard))),
+                     TableCell(str(int(hard["rank"].min())) if len(hard) else "–")])
     return Table("failures", f"Failure points: rank of the first relevant document (capped at {k})",
                  ["dataset", "system", "queries", "median rank", f"rank {k}", "hard queries", "hard from rank"], rows,
                  [f"Hard queries: the worst {a.params['fraction']:.0%} per (system, dataset), ties broken by qid."])
@@ -433,7 +433,7 @@ def jaccard_tables(a: Analyses, grid: Grid) -> list[Table]:
         if dataset in a.params.get("skipped", ()):
             continue
         m = jaccard_square(a, grid, dataset)
-        rows = [[Cell(s)] + [Cell(_fmt(float(m.at[s, t]), 2)) for t in m.columns] for s in m.index]
+        rows = [[TableCell(s)] + [TableCell(_fmt(float(m.at[s, t]), 2)) for t in m.columns] for s in m.index]
         out.append(Table(f"jaccard-{slug(dataset)}", f"Jaccard similarity of hard-query sets: {dataset}",
                          ["system"] + list(m.columns), rows))
     return out
@@ -455,10 +455,10 @@ def fusion_tbl(a: Analyses) -> Table:
     rows = []
     for _, r in a.fusion_rrf.iterrows():
         s = sugg.loc[(r["dataset"], r["a"], r["b"])]
-        rows.append([Cell(r["dataset"]), Cell(f"{r['a']} + {r['b']}"), Cell(_fmt(float(s["jaccard"]), 2)),
-                     Cell("yes" if s["cross_family"] else "no"), Cell(r["measure"]), Cell(_fmt(r["a_value"], 4)),
-                     Cell(_fmt(r["b_value"], 4)), Cell(_fmt(r["rrf_value"], 4), bold=r["gain_over_best"] > 0),
-                     Cell(f"{r['gain_over_best']:+.4f}")])
+        rows.append([TableCell(r["dataset"]), TableCell(f"{r['a']} + {r['b']}"), TableCell(_fmt(float(s["jaccard"]), 2)),
+                     TableCell("yes" if s["cross_family"] else "no"), TableCell(r["measure"]), TableCell(_fmt(r["a_value"], 4)),
+                     TableCell(_fmt(r["b_value"], 4)), TableCell(_fmt(r["rrf_value"], 4), bold=r["gain_over_best"] > 0),
+                     TableCell(f"{r['gain_over_best']:+.4f}")])
     return Table("fusion", f"Fusion suggestions: lowest hard-query overlap, tested with RRF (k = {a.params['rrf_k']})",
                  ["dataset", "pair", "Jaccard", "cross-family", "measure", "a", "b", "RRF", "RRF − best"], rows,
                  ["Pairs across retriever families first, then by Jaccard ascending; systems below 0.8 × the best "
@@ -466,11 +466,11 @@ def fusion_tbl(a: Analyses) -> Table:
 
 
 def cross_dataset_tables(a: Analyses) -> list[Table]:
-    wtl = [[Cell(r["system"]), Cell(r["measure"]), Cell(str(r["baseline"])), Cell(str(r["win"])), Cell(str(r["tie"])),
-            Cell(str(r["loss"]))] for _, r in a.win_tie_loss.iterrows()]
-    meta = [[Cell(r["system"]), Cell(r["measure"]), Cell(str(r["k"])), Cell(f"{r['effect']:+.4f}"),
-             Cell(_fmt(r["se"], 4)), Cell(f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"), Cell(_fmt(r["p"], 4)),
-             Cell(_fmt(r["tau2"], 6)), Cell(_fmt(r["i2"], 2))] for _, r in a.meta_analysis.iterrows()]
+    wtl = [[TableCell(r["system"]), TableCell(r["measure"]), TableCell(str(r["baseline"])), TableCell(str(r["win"])), TableCell(str(r["tie"])),
+            TableCell(str(r["loss"]))] for _, r in a.win_tie_loss.iterrows()]
+    meta = [[TableCell(r["system"]), TableCell(r["measure"]), TableCell(str(r["k"])), TableCell(f"{r['effect']:+.4f}"),
+             TableCell(_fmt(r["se"], 4)), TableCell(f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"), TableCell(_fmt(r["p"], 4)),
+             TableCell(_fmt(r["tau2"], 6)), TableCell(_fmt(r["i2"], 2))] for _, r in a.meta_analysis.iterrows()]
     return [
         Table("win-tie-loss", "Win/tie/loss against the baseline across datasets",
               ["system", "measure", "baseline", "win", "tie", "loss"], wtl,
