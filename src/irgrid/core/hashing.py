@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 
 def canonical(obj: Any) -> Any:
@@ -14,7 +15,7 @@ def canonical(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [canonical(v) for v in obj]
     if callable(obj) and hasattr(obj, "__qualname__"):
-        return f"{obj.__module__}.{obj.__qualname__}"
+        return getattr(obj, "__cache_name__", None) or f"{obj.__module__}.{obj.__qualname__}"
     if isinstance(obj, (str, int, float, bool)) or obj is None:
         return obj
     if hasattr(obj, "config"):
@@ -25,3 +26,19 @@ def canonical(obj: Any) -> Any:
 def config_hash(obj: Any, length: int = 12) -> str:
     data = json.dumps(canonical(obj), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(data.encode()).hexdigest()[:length]
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def cache_name(name: str) -> Callable[[F], F]:
+    """Pin the name a function has in cache keys, so moving or renaming the code keeps every cache valid.
+
+    A configuration names the code that computes it (a build or query function) by module path; a function
+    that moved keeps its old path here, and a key changes only when the computation does."""
+
+    def mark(fn: F) -> F:
+        fn.__cache_name__ = name  # type: ignore[attr-defined]
+        return fn
+
+    return mark

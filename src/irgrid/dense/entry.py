@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from irgrid.core.hashing import cache_name
 from irgrid.core.retrievers import BuildContext, IndexRecipe, QueryContext, Retriever, register
 from irgrid.dense.encoders import (
     SPEC_OPTIONS,
@@ -46,6 +47,7 @@ def documents(ctx: BuildContext, spec: EncoderSpec) -> Iterator[dict[str, str]]:
     return ctx.fielded()
 
 
+@cache_name("irgrid.dense_entry.build_dense")  # its path before the package had layers
 def build_dense(ctx: BuildContext) -> None:
     spec = side_spec(ctx.params, "d")
     engine = engine_for(spec, "d", ctx.models["doc"], ctx.device, int(ctx.params["batch_size"]))
@@ -58,6 +60,7 @@ def open_dense(path: Path, params: Mapping[str, Any], models: Mapping[str, Any])
     return FlexIndex(str(path / "flex"))
 
 
+@cache_name("irgrid.dense_entry.dense_query")  # its path before the package had layers
 def dense_query(index: Any, ctx: QueryContext) -> Any:
     from irgrid.dense.search import ExactRetriever
 
@@ -78,6 +81,7 @@ def by_size(rule: Any, n_docs: int, what: str) -> int:
     raise ValueError(f"{what} rule {rule!r} has no row for {n_docs} documents (end it with [0, N])")
 
 
+@cache_name("irgrid.dense_entry.build_late")  # its path before the package had layers
 def build_late(ctx: BuildContext) -> None:
     from irgrid.dense.search import LateInteractionIndex
 
@@ -95,6 +99,7 @@ def open_late(path: Path, params: Mapping[str, Any], models: Mapping[str, Any]) 
     return LateInteractionIndex(path / "late")
 
 
+@cache_name("irgrid.dense_entry.late_query")  # its path before the package had layers
 def late_query(index: Any, ctx: QueryContext) -> Any:
     spec = side_spec(ctx.options, "q")
     engine = engine_for(spec, "q", ctx.models["query"], ctx.device, int(ctx.options["batch_size"]))
