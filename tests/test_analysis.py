@@ -11,7 +11,9 @@ import pytest
 from conftest import SPARSE_GRID
 
 from irgrid import grid
-from irgrid.report import analysis as an
+from irgrid.report import failures as an
+from irgrid.report import stats as stats_mod
+from irgrid.report import zscores as zscores_mod
 from irgrid.runner.experiment import from_dict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,28 +31,28 @@ def real_grid(shared_store, tmp_path_factory):
 
 def test_bootstrap_se_matches_the_ideal_bootstrap():
     # x = [0, 0, 1, 1]: the ideal bootstrap SE of the mean is the plug-in sd / sqrt(n) = 0.5 / 2 = 0.25
-    se = an.bootstrap_se([0, 0, 1, 1], n_resamples=20000, seed=1)
+    se = stats_mod.bootstrap_se([0, 0, 1, 1], n_resamples=20000, seed=1)
     assert se == pytest.approx(0.25, abs=0.005)
     # x = [0, 1]: resampled means are 0, .5, .5, 1 with equal probability: var = 1/8, SE = 0.35355
-    assert an.bootstrap_se([0, 1], n_resamples=20000, seed=2) == pytest.approx(math.sqrt(1 / 8), abs=0.006)
+    assert stats_mod.bootstrap_se([0, 1], n_resamples=20000, seed=2) == pytest.approx(math.sqrt(1 / 8), abs=0.006)
 
 
 def test_bootstrap_se_is_seeded_and_degenerate_cases_are_exact():
     x = np.linspace(0, 1, 50) ** 2
-    assert an.bootstrap_se(x, seed=7) == an.bootstrap_se(x, seed=7)
-    assert an.bootstrap_se(x, seed=7) != an.bootstrap_se(x, seed=8)
-    assert an.bootstrap_se([0.4] * 10) == 0.0
-    assert math.isnan(an.bootstrap_se([]))
+    assert stats_mod.bootstrap_se(x, seed=7) == stats_mod.bootstrap_se(x, seed=7)
+    assert stats_mod.bootstrap_se(x, seed=7) != stats_mod.bootstrap_se(x, seed=8)
+    assert stats_mod.bootstrap_se([0.4] * 10) == 0.0
+    assert math.isnan(stats_mod.bootstrap_se([]))
     # B = 1000 is within Monte-Carlo error (~1/sqrt(2B) relative) of the plug-in value
-    assert an.bootstrap_se(x, n_resamples=1000, seed=0) == pytest.approx(x.std(ddof=0) / math.sqrt(len(x)), rel=0.08)
+    assert stats_mod.bootstrap_se(x, n_resamples=1000, seed=0) == pytest.approx(x.std(ddof=0) / math.sqrt(len(x)), rel=0.08)
 
 
 def test_bootstrap_table_on_a_real_grid(real_grid):
     out, results = real_grid
     perq = pd.read_csv(out / "perquery.csv", dtype={"qid": str})
-    table = an.bootstrap_table(perq)
+    table = stats_mod.bootstrap_table(perq)
     assert len(table) == 2 * 2 * 3 and (table["B"] == 1000).all()
-    assert table.equals(an.bootstrap_table(perq))  # seeded: identical on a rerun
+    assert table.equals(stats_mod.bootstrap_table(perq))  # seeded: identical on a rerun
     value = results.set_index(["dataset", "system", "measure"])["value"]
     for _, r in table.iterrows():
         assert r["mean"] == pytest.approx(value[(r["dataset"], r["system"], r["measure"])], abs=1e-9)
@@ -62,17 +64,17 @@ def test_bootstrap_table_on_a_real_grid(real_grid):
 # -- Δσ and the paper ---------------------------------------------------------------------------------------
 
 def test_delta_sigma_and_class_boundaries():
-    assert an.delta_sigma(0.70, 0.65, 0.02) == pytest.approx(2.5)
-    assert an.delta_sigma(0.5, 0.5, 0.0) == 0.0 and an.delta_sigma(0.6, 0.5, 0.0) == math.inf
+    assert zscores_mod.delta_sigma(0.70, 0.65, 0.02) == pytest.approx(2.5)
+    assert zscores_mod.delta_sigma(0.5, 0.5, 0.0) == 0.0 and zscores_mod.delta_sigma(0.6, 0.5, 0.0) == math.inf
     cases = {0.0: "within", 2.0: "within", -2.0: "within", 2.5: "above", 3.0: "far-above", 10: "far-above",
              -2.01: "below", -3.0: "far-below", -21.475: "far-below", None: "new", math.nan: "new"}
     for z, cls in cases.items():
-        assert an.classify(z) == cls, z
+        assert zscores_mod.classify(z) == cls, z
 
 
 def test_classes_of_table_a3_are_the_colours_of_table_2():
-    z = an.load_paper_table("A.3")
-    classes = z.apply(lambda col: col.map(lambda v: an.classify(None if pd.isna(v) else float(v))))
+    z = zscores_mod.load_paper_table("A.3")
+    classes = z.apply(lambda col: col.map(lambda v: zscores_mod.classify(None if pd.isna(v) else float(v))))
     flat = classes.stack()
     published = flat[flat != "new"]
     # Section 4.1.2: 109 published results, 76 within 2 SE, 20 at least 3 SE below, 5 at least 3 SE above
@@ -92,29 +94,29 @@ def test_shipped_reference_tables_are_the_shared_ones():
     shared = ROOT.parent / "shared" / "reference"
     if not shared.is_dir():
         pytest.skip("no ../shared/reference on this machine")
-    for name in an.TABLE_FILES.values():
+    for name in zscores_mod.TABLE_FILES.values():
         assert (an.reference_dir() / name).read_bytes() == (shared / name).read_bytes()
 
 
 def test_paper_columns_map_our_datasets():
-    cols = {(c.table, c.column): c for c in an.paper_columns()}
+    cols = {(c.table, c.column): c for c in zscores_mod.paper_columns()}
     scifact = cols["A.5", "scifact"]
-    assert an.column_cells(scifact, {("beir/scifact/test", "nDCG@10"): 0.6}) == [("beir/scifact/test", "nDCG@10")]
-    assert an.column_cells(scifact, {("beir/scifact/test", "AP"): 0.6}) is None
+    assert zscores_mod.column_cells(scifact, {("beir/scifact/test", "nDCG@10"): 0.6}) == [("beir/scifact/test", "nDCG@10")]
+    assert zscores_mod.column_cells(scifact, {("beir/scifact/test", "AP"): 0.6}) is None
     beir = cols["2", "beir_ndcg@10"]
     assert len(beir.parts) == 14  # Table 2: the 14-part mean, CQADupStack's 12 forums averaged first
     assert [len(p.members) for p in beir.parts].count(12) == 1 and len(beir.components) == 13 + 12
     weights = {d: w for d, _, w in beir.weights()}
     assert weights["beir/scifact/test"] == pytest.approx(1 / 14) and weights["beir/cqadupstack/tex"] == pytest.approx(1 / 168)
-    assert an.column_cells(beir, {("beir/scifact/test", "nDCG@10"): 0.6}) is None  # incomplete: not compared
+    assert zscores_mod.column_cells(beir, {("beir/scifact/test", "nDCG@10"): 0.6}) is None  # incomplete: not compared
     assert cols["2", "msmarco_dev_mrr@10"].components == ((("msmarco-passage/dev/small",), "RR@10"),)
 
 
 def test_zscores_on_a_real_grid(real_grid):
     out, results = real_grid
     perq = pd.read_csv(out / "perquery.csv", dtype={"qid": str})
-    se = an.bootstrap_table(perq)
-    z = an.zscores(results, se, {"bm25": "BM25", "bm25-pisa": None})
+    se = stats_mod.bootstrap_table(perq)
+    z = zscores_mod.zscores(results, se, {"bm25": "BM25", "bm25-pisa": None})
     row = z[(z.system == "bm25") & (z.column == "scifact")].iloc[0]
     assert row["published"] == 0.679 and row["class"] == "within"  # Pyserini's 0.6789 vs the paper's 0.679
     cell_se = se[(se.system == "bm25") & (se.dataset == "beir/scifact/test") & (se.measure == "nDCG@10")]["se"].iloc[0]
@@ -127,13 +129,13 @@ def test_a_wrong_published_value_is_classed_far_below(tmp_path, real_grid):
     out, results = real_grid
     ref = tmp_path / "ref"
     ref.mkdir()
-    for name in an.TABLE_FILES.values():
+    for name in zscores_mod.TABLE_FILES.values():
         (ref / name).write_bytes((an.reference_dir() / name).read_bytes())
-    a5 = pd.read_csv(ref / an.TABLE_FILES["A.5"])
+    a5 = pd.read_csv(ref / zscores_mod.TABLE_FILES["A.5"])
     a5.loc[a5.model == "BM25", "scifact"] = 0.80  # 0.12 above ours: about 5 SE
-    a5.to_csv(ref / an.TABLE_FILES["A.5"], index=False)
-    se = an.bootstrap_table(pd.read_csv(out / "perquery.csv", dtype={"qid": str}))
-    z = an.zscores(results, se, {"bm25": "BM25"}, reference=ref)
+    a5.to_csv(ref / zscores_mod.TABLE_FILES["A.5"], index=False)
+    se = stats_mod.bootstrap_table(pd.read_csv(out / "perquery.csv", dtype={"qid": str}))
+    z = zscores_mod.zscores(results, se, {"bm25": "BM25"}, reference=ref)
     assert z[(z.system == "bm25") & (z.column == "scifact")]["class"].iloc[0] == "far-below"
 
 
@@ -218,21 +220,21 @@ def test_rrf_pipeline_composes_registry_entries(real_grid, shared_store):
 
 def test_dersimonian_laird_by_hand():
     # homogeneous: Q = 1.3846 < k - 1, so tau² = 0 and the pooled effect is the fixed effect
-    r = an.dersimonian_laird([0.1, 0.3, 0.2], [0.01, 0.02, 0.015])
+    r = stats_mod.dersimonian_laird([0.1, 0.3, 0.2], [0.01, 0.02, 0.015])
     assert r.tau2 == 0.0 and r.q == pytest.approx(1.384615, abs=1e-6)
     assert r.effect == pytest.approx(38.3333 / 216.6667, abs=1e-5) and r.se == pytest.approx(math.sqrt(1 / 216.6667))
     # heterogeneous: w = 100, 100; Q = 50; C = 200 - 20000/200 = 100; tau² = (50 - 1)/100 = 0.49
-    r = an.dersimonian_laird([0.0, 1.0], [0.01, 0.01])
+    r = stats_mod.dersimonian_laird([0.0, 1.0], [0.01, 0.01])
     assert r.tau2 == pytest.approx(0.49) and r.effect == pytest.approx(0.5)
     assert r.se == pytest.approx(0.5) and r.i2 == pytest.approx(49 / 50)  # w* = 1/0.5 each: SE = sqrt(1/4)
     assert r.ci_low == pytest.approx(0.5 - 1.959964 * 0.5, abs=1e-5)
-    single = an.dersimonian_laird([0.2], [0.04])
+    single = stats_mod.dersimonian_laird([0.2], [0.04])
     assert (single.k, single.tau2, single.effect, single.se) == (1, 0.0, 0.2, 0.2)
 
 
 def test_win_tie_loss_and_meta_analysis_on_a_real_grid(real_grid):
     out, results = real_grid
-    wtl = an.win_tie_loss(pd.read_csv(out / "results.csv"))
+    wtl = stats_mod.win_tie_loss(pd.read_csv(out / "results.csv"))
     assert set(wtl.system) == {"bm25-pisa"} and (wtl.datasets == 2).all()
     assert ((wtl.win + wtl.tie + wtl.loss) == 2).all()
     row = results[(results.system == "bm25-pisa") & (results.measure == "AP")]
@@ -241,11 +243,11 @@ def test_win_tie_loss_and_meta_analysis_on_a_real_grid(real_grid):
                         for r in row.itertuples())
     assert wtl.set_index("measure").at["AP", "win"] == expected_wins
     perq = pd.read_csv(out / "perquery.csv", dtype={"qid": str})
-    effects = an.paired_effects(perq, "bm25")
-    meta = an.meta_analysis(perq, "bm25").set_index("measure")
+    effects = stats_mod.paired_effects(perq, "bm25")
+    meta = stats_mod.meta_analysis(perq, "bm25").set_index("measure")
     assert (meta.k == 2).all()
     ap = effects[effects.measure == "AP"]
-    direct = an.dersimonian_laird(ap.effect, ap.variance)
+    direct = stats_mod.dersimonian_laird(ap.effect, ap.variance)
     assert meta.at["AP", "effect"] == pytest.approx(direct.effect)
     diff = results.set_index(["dataset", "system", "measure"])["value"]
     for d in ("vaswani", "beir/scifact/test"):

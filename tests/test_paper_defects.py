@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 from irgrid import measures
-from irgrid.report import analysis as an
+from irgrid.report import stats as stats_mod
+from irgrid.report import zscores as zscores_mod
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 FORUMS = ("android", "english", "gaming", "gis", "mathematica", "physics", "programmers", "stats", "tex", "unix",
@@ -65,7 +66,7 @@ def test_2_beir_column_is_the_14_part_mean_and_its_se_nests_like_the_papers_aggr
     rows = [(d, "bm25", "nDCG@10", v) for d, v in values.items()]
     rows += [(f"beir/cqadupstack/{f}", "bm25", "nDCG@10", float(a5["cqadupstack"])) for f in FORUMS]
     se = _se([(d, "bm25", "nDCG@10", 0.01) for d, *_ in rows])
-    z = an.zscores(_long(rows), se, {"bm25": "BM25"})
+    z = zscores_mod.zscores(_long(rows), se, {"bm25": "BM25"})
     beir = z[(z.table == "2") & (z.column == "beir_ndcg@10")].iloc[0]
     assert beir["ours"] == pytest.approx(a5.mean(), abs=1e-12)  # 0.4274, Table 2: 0.427
     assert beir["ours"] == pytest.approx(0.427, abs=0.0005)
@@ -79,7 +80,7 @@ def test_3_lotte_columns_use_the_pooled_sets():
     a6 = pd.read_csv(REFERENCE / "paper_tableA6_lotte_success@5.csv").set_index("model").loc["BM25"]
     rows = [("lotte/pooled/test/search", "bm25", "Success@5", a6["search"]),
             ("lotte/pooled/test/forum", "bm25", "Success@5", a6["forum"])]
-    z = an.zscores(_long(rows), _se([(d, s, m, 0.005) for d, s, m, _ in rows]), {"bm25": "BM25"})
+    z = zscores_mod.zscores(_long(rows), _se([(d, s, m, 0.005) for d, s, m, _ in rows]), {"bm25": "BM25"})
     cells = {(r.table, r.column): r for r in z.itertuples()}
     assert cells["2", "lotte_success@5"].ours == pytest.approx(0.4775)
     assert cells["2", "lotte_success@5"].se == pytest.approx(math.sqrt(2) * 0.005 / 2)
@@ -98,7 +99,7 @@ def test_4_5_instructir_and_followir_columns_have_components_on_the_papers_scale
             ("followir/news21", "bm25", "changed:nDCG@5", a7["news21_ndcg@5"] / 100),
             ("followir/core17", "bm25", "changed:AP@1000", a7["core17_map"] / 100)]
     rows += [(f"followir/{d}", "bm25", "p-MRR-paper", a7[f"{d}_p-mrr"] / 100) for d in ("robust04", "news21", "core17")]
-    z = an.zscores(_long(rows), _se([(d, s, m, 0.01) for d, s, m, _ in rows]), {"bm25": "BM25"})
+    z = zscores_mod.zscores(_long(rows), _se([(d, s, m, 0.01) for d, s, m, _ in rows]), {"bm25": "BM25"})
     t2 = z[z.table == "2"].set_index("column")
     assert set(t2.index) == {"instructir_robustness@10", "instructir_ndcg@10", "followir_score", "followir_p-mrr"}
     assert t2.loc["followir_score", "ours"] == pytest.approx(16.6793, abs=1e-4)  # Table 2: 16.680
@@ -140,10 +141,10 @@ def test_6_pmrr_mteb_skips_a_base_query_without_a_changed_run_and_the_paper_scor
 def test_7_touche_column_takes_v2_only():
     """aggregator.py BEIR_ORDER: irds:beir/webis-touche2020/v2 (the paper removes v1)."""
     rows = [("beir/webis-touche2020", "bm25", "nDCG@10", 0.367), ("beir/webis-touche2020/v2", "bm25", "nDCG@10", 0.442)]
-    z = an.zscores(_long(rows), _se([(d, s, m, 0.02) for d, s, m, _ in rows]), {"bm25": "BM25"})
+    z = zscores_mod.zscores(_long(rows), _se([(d, s, m, 0.02) for d, s, m, _ in rows]), {"bm25": "BM25"})
     row = z[(z.table == "A.5") & (z.column == "webis-touche2020")]
     assert len(row) == 1 and row["ours"].iloc[0] == pytest.approx(0.442)
-    only_v1 = an.zscores(_long(rows[:1]), _se([(d, s, m, 0.02) for d, s, m, _ in rows[:1]]), {"bm25": "BM25"})
+    only_v1 = zscores_mod.zscores(_long(rows[:1]), _se([(d, s, m, 0.02) for d, s, m, _ in rows[:1]]), {"bm25": "BM25"})
     assert only_v1[only_v1.column == "webis-touche2020"].empty
 
 
@@ -171,7 +172,7 @@ def test_2_column_se_equals_the_papers_bootstrap_of_the_nested_mean():
     col = paper.column("2", "beir_ndcg@10")
     rng = np.random.default_rng(7)
     perq = {(d, m): rng.beta(2, 3, size=int(rng.integers(30, 120))) for names, m in col.components for d in names[:1]}
-    ses = {k: an.bootstrap_se(v) for k, v in perq.items()}
+    ses = {k: stats_mod.bootstrap_se(v) for k, v in perq.items()}
     ours = col.se(ses)
     weights = [w for _, _, w in col.weights()]
     boot = np.random.default_rng(42)

@@ -101,11 +101,11 @@ def test_the_report_says_what_it_skipped(roundtrip):
 
 
 def test_a_cell_without_per_query_values_has_no_delta_sigma():
-    from irgrid.report import analysis as an
+    from irgrid.report import zscores as zscores_mod
 
     results = pd.DataFrame({"dataset": ["beir/scifact/test"], "system": ["bm25"], "measure": ["nDCG@10"],
                             "value": [0.679]})
-    z = an.zscores(results, pd.DataFrame(columns=["dataset", "system", "measure", "se"]), {"bm25": "BM25"})
+    z = zscores_mod.zscores(results, pd.DataFrame(columns=["dataset", "system", "measure", "se"]), {"bm25": "BM25"})
     row = z[z.column == "scifact"].iloc[0]
     assert row["class"] == "no-se" and pd.isna(row["delta_sigma"]) and row["published"] == 0.679
 
@@ -113,15 +113,15 @@ def test_a_cell_without_per_query_values_has_no_delta_sigma():
 def test_failed_cells_are_marked_failed_not_absent():
     """A cell that failed (failures.json) reads 'failed' in the paper's tables, with a note; a system that failed
     everywhere still gets its row."""
-    from irgrid.report import analysis as an
     from irgrid.report import tables as reports
+    from irgrid.report import zscores as zscores_mod
 
     results = pd.DataFrame({"dataset": ["beir/scifact/test"], "system": ["bm25"], "measure": ["nDCG@10"],
                             "value": [0.679], "baseline": ["bm25"]})
     failures = [{"dataset": "beir/nfcorpus/test", "retriever": "bm25", "error": "boom"},
                 {"dataset": "beir/scifact/test", "retriever": "contriever", "error": "no weights"}]
     grid = reports.Grid(Path("."), results, pd.DataFrame(), {"retrievers": {}}, failures)
-    z = an.zscores(results, pd.DataFrame(columns=["dataset", "system", "measure", "se"]), {"bm25": "BM25"})
+    z = zscores_mod.zscores(results, pd.DataFrame(columns=["dataset", "system", "measure", "se"]), {"bm25": "BM25"})
     table = reports.paper_table(grid, z, "A.5")
     header = table.columns
     rows = {row[0].text: [c.text for c in row[1:]] for row in table.rows}

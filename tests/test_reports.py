@@ -92,7 +92,7 @@ def test_failure_points_and_jaccard_csvs(report, stored):
     # the failure rank is 1 / RR@1000 of the stored run (ir_measures on the stored qrels)
     import ir_measures
 
-    from irgrid.report.analysis import qrels_dict, run_dict
+    from irgrid.report.failures import qrels_dict, run_dict
     from irgrid.report.tables import load
 
     g = load(stored[1])

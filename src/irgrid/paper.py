@@ -1,6 +1,6 @@
 """One description of *A Systematic Multi-Domain Evaluation of Document Retrievers* (Velev & Spitz): its datasets,
 its table columns, its aggregate columns, its published tables and the conventions where it and the official tools
-differ. The catalog (`irgrid.data.datasets`), the aggregates (`irgrid.measures`), Δσ (`irgrid.report.analysis`), the reports
+differ. The catalog (`irgrid.data.datasets`), the aggregates (`irgrid.measures`), Δσ (`irgrid.report.failures`), the reports
 and `experiments/paper.yaml` read this module; nothing else writes the paper's constants.
 
 Pure data and small functions (no pandas, no ir_datasets): `irgrid list` / `irgrid datasets` import it cheaply.

@@ -1,7 +1,7 @@
 """`irgrid report OUT`: the paper's tables and figures regenerated from a stored grid only.
 
 Reads OUT/results.csv, perquery.csv, manifest.json, runs/ and qrels/ (never recomputes a run), runs the analyses
-of `irgrid.report.analysis` and writes, under OUT/report (or --to):
+of `irgrid.report.failures` and writes, under OUT/report (or --to):
 
 - analysis CSVs: bootstrap_se, zscores, failure_ranks, hard_queries, jaccard, fusion_suggestions, fusion_rrf,
   win_tie_loss, meta_analysis;
@@ -25,7 +25,9 @@ import pandas as pd
 
 from irgrid import paper
 from irgrid.core.files import write_text_atomic
-from irgrid.report import analysis as an
+from irgrid.report import failures
+from irgrid.report import stats as stats_mod
+from irgrid.report import zscores as zscores_mod
 
 # -- loading a stored grid ----------------------------------------------------------------------------------
 
@@ -145,12 +147,12 @@ class Analyses:
         return {k: v for k, v in self.__dict__.items() if isinstance(v, pd.DataFrame)}
 
 
-def analyse(grid: Grid, n_resamples: int = an.BOOTSTRAP_B, seed: int = an.BOOTSTRAP_SEED, fraction: float = 0.1,
+def analyse(grid: Grid, n_resamples: int = stats_mod.BOOTSTRAP_B, seed: int = stats_mod.BOOTSTRAP_SEED, fraction: float = 0.1,
             depth: int = 1000, reference: str | Path | None = None, rrf_k: int = 60) -> Analyses:
     import ir_measures
 
-    boot = an.bootstrap_table(grid.perquery, n_resamples, seed)
-    z = an.zscores(grid.results, boot, grid.paper_names(), reference)
+    boot = stats_mod.bootstrap_table(grid.perquery, n_resamples, seed)
+    z = zscores_mod.zscores(grid.results, boot, grid.paper_names(), reference)
     ranks, hard, jac, skipped = [], [], [], []
     for dataset in grid.datasets:
         systems = [s for s in grid.systems(dataset) if grid.has_run(dataset, s)]
@@ -160,24 +162,24 @@ def analyse(grid: Grid, n_resamples: int = an.BOOTSTRAP_B, seed: int = an.BOOTST
         qrels = grid.qrels(dataset)
         sets = {}
         for system in systems:
-            r = an.failure_ranks(grid.run(dataset, system), qrels, depth=depth)
+            r = failures.failure_ranks(grid.run(dataset, system), qrels, depth=depth)
             ranks.append(pd.DataFrame({"dataset": dataset, "system": system, "qid": r.index, "rank": r.to_numpy()}))
-            sets[system] = an.hard_queries(r, fraction)
+            sets[system] = failures.hard_queries(r, fraction)
             hard += [{"dataset": dataset, "system": system, "qid": q, "rank": int(r[q])} for q in sets[system]]
-        matrix = an.jaccard_matrix(sets)
-        jac += [{"dataset": dataset, "a": a, "b": b, "jaccard": float(matrix.at[a, b])} for a, b in an.pairs(list(sets))]
+        matrix = failures.jaccard_matrix(sets)
+        jac += [{"dataset": dataset, "a": a, "b": b, "jaccard": float(matrix.at[a, b])} for a, b in stats_mod.pairs(list(sets))]
     jac_df = pd.DataFrame(jac, columns=["dataset", "a", "b", "jaccard"])
     first = _first_measure_values(grid)
-    sugg = an.fusion_suggestions(jac_df, grid.families(), first)
-    sugg["expression"] = [an.fusion_expression(x, y, rrf_k) for x, y in zip(sugg["a"], sugg["b"])]  # paste-ready
+    sugg = failures.fusion_suggestions(jac_df, grid.families(), first)
+    sugg["expression"] = [failures.fusion_expression(x, y, rrf_k) for x, y in zip(sugg["a"], sugg["b"])]  # paste-ready
     fused = []
     for _, s in sugg.iterrows():
         dataset = s["dataset"]
         qrels = grid.qrels(dataset)
         measures = [ir_measures.parse_measure(m) for m in grid.measures(dataset)]
         runs = {n: grid.run(dataset, n) for n in (s["a"], s["b"])}
-        runs["rrf"] = an.rrf_runs(runs[s["a"]], runs[s["b"]], k=rrf_k)
-        values = {n: an.evaluate(measures, qrels, r) for n, r in runs.items()}
+        runs["rrf"] = failures.rrf_runs(runs[s["a"]], runs[s["b"]], k=rrf_k)
+        values = {n: failures.evaluate(measures, qrels, r) for n, r in runs.items()}
         for m in map(str, measures):
             fused.append({"dataset": dataset, "a": s["a"], "b": s["b"], "measure": m,
                           "a_value": values[s["a"]][m], "b_value": values[s["b"]][m], "rrf_value": values["rrf"][m],
@@ -190,8 +192,8 @@ def analyse(grid: Grid, n_resamples: int = an.BOOTSTRAP_B, seed: int = an.BOOTST
         jaccard=jac_df, fusion_suggestions=sugg,
         fusion_rrf=pd.DataFrame(fused, columns=["dataset", "a", "b", "measure", "a_value", "b_value", "rrf_value",
                                                 "gain_over_best", "k"]),
-        win_tie_loss=an.win_tie_loss(grid.results),
-        meta_analysis=an.meta_analysis(grid.perquery, base) if base else an.meta_analysis(grid.perquery.iloc[:0], ""),
+        win_tie_loss=stats_mod.win_tie_loss(grid.results),
+        meta_analysis=stats_mod.meta_analysis(grid.perquery, base) if base else stats_mod.meta_analysis(grid.perquery.iloc[:0], ""),
         params={"B": n_resamples, "seed": seed, "fraction": fraction, "depth": depth, "rrf_k": rrf_k,
                 "skipped": skipped},
     )
@@ -271,7 +273,7 @@ def to_latex(t: Table) -> str:
     def cell(c: TableCell) -> str:
         text = tex_escape(c.text)
         if c.cls and c.cls != "new":
-            r, g, b = an.CLASS_COLOURS[c.cls][1]
+            r, g, b = zscores_mod.CLASS_COLOURS[c.cls][1]
             text = rf"\textcolor[rgb]{{{r:.4f},{g:.4f},{b:.4f}}}{{{text}}}"
         text = rf"\textbf{{{text}}}" if c.bold else text
         return rf"\textit{{{text}}}" if c.muted else text
@@ -290,7 +292,7 @@ def to_html(t: Table) -> str:
     def cell(c: TableCell) -> str:
         style = []
         if c.cls and c.cls != "new":
-            r, g, b = an.CLASS_COLOURS[c.cls][1]
+            r, g, b = zscores_mod.CLASS_COLOURS[c.cls][1]
             style.append(f"color: rgb({round(255 * r)}, {round(255 * g)}, {round(255 * b)})")
         if c.bold:
             style.append("font-weight: bold")
@@ -337,8 +339,8 @@ def paper_table(grid: Grid, z: pd.DataFrame, table: str, reference: str | Path |
     # systems that failed everywhere have no results rows: they are listed with their cells marked failed
     systems = list(dict.fromkeys(grid.systems() + [str(f["retriever"]) for f in grid.failures
                                                    if f.get("retriever") not in (None, "*")]))
-    cols = [c for c in an.paper_columns() if c.table == table]
-    filled = {c.column: {s: an.column_cells(c, ours.get(s, {})) for s in systems} for c in cols}
+    cols = [c for c in zscores_mod.paper_columns() if c.table == table]
+    filled = {c.column: {s: zscores_mod.column_cells(c, ours.get(s, {})) for s in systems} for c in cols}
     if with_extras:
         cols = [c for c in cols if any(v is not None for v in filled[c.column].values())]
     used = {k for c in cols for keys in filled[c.column].values() if keys for k in keys}
@@ -350,7 +352,7 @@ def paper_table(grid: Grid, z: pd.DataFrame, table: str, reference: str | Path |
     single = {}  # (system, dataset, measure) -> class, from single-component comparisons in any table
     published = {}  # (paper model, dataset, measure) -> the paper's value for such a cell
     for _, r in z.iterrows():
-        col = next(c for c in an.paper_columns() if c.table == r["table"] and c.column == r["column"])
+        col = next(c for c in zscores_mod.paper_columns() if c.table == r["table"] and c.column == r["column"])
         if len(col.components) == 1 and r["class"] != "new":
             single[(r["system"], r["datasets"], col.components[0][1])] = r["class"]
             published[(r["paper_model"], r["datasets"], col.components[0][1])] = float(r["published"])
@@ -373,13 +375,13 @@ def paper_table(grid: Grid, z: pd.DataFrame, table: str, reference: str | Path |
         rows.append(row)
         values.append(vals)
     _bold_best(rows, values)
-    paper = an.load_paper_table(table, reference)
+    paper = zscores_mod.load_paper_table(table, reference)
     models = [m for m in dict.fromkeys(grid.paper_names().values()) if m and m in paper.index]
     for m in models:
         rows.append([TableCell(f"paper: {m}", muted=True)]
                     + [TableCell(_fmt(_num(paper.at[m, c.column])), muted=True) for c in cols]
                     + [TableCell(_fmt(published.get((m, *k))), muted=True) for k in extras])
-    names = dict(an.paper.TABLE_TITLES)
+    names = dict(failures.paper.TABLE_TITLES)
     notes = [LEGEND]
     if any(cell.text == "failed" for row in rows for cell in row):
         notes.append("failed: a cell of this column did not run (failures.json has the error); not a result.")
@@ -462,7 +464,7 @@ def fusion_tbl(a: Analyses) -> Table:
     return Table("fusion", f"Fusion suggestions: lowest hard-query overlap, tested with RRF (k = {a.params['rrf_k']})",
                  ["dataset", "pair", "Jaccard", "cross-family", "measure", "a", "b", "RRF", "RRF − best"], rows,
                  ["Pairs across retriever families first, then by Jaccard ascending; systems below 0.8 × the best "
-                  "on a dataset's headline measure are not suggested. Live pipeline: irgrid.report.analysis.rrf_pipeline."])
+                  "on a dataset's headline measure are not suggested. Live pipeline: irgrid.report.failures.rrf_pipeline."])
 
 
 def cross_dataset_tables(a: Analyses) -> list[Table]:
@@ -559,8 +561,8 @@ def build_tables(grid: Grid, a: Analyses, reference: str | Path | None = None) -
     return tables
 
 
-def write_report(out: str | Path, to: str | Path | None = None, n_resamples: int = an.BOOTSTRAP_B,
-                 seed: int = an.BOOTSTRAP_SEED, fraction: float = 0.1, reference: str | Path | None = None) -> list[Path]:
+def write_report(out: str | Path, to: str | Path | None = None, n_resamples: int = stats_mod.BOOTSTRAP_B,
+                 seed: int = stats_mod.BOOTSTRAP_SEED, fraction: float = 0.1, reference: str | Path | None = None) -> list[Path]:
     """Analyse the grid stored in `out` and write every table and figure under `to` (default OUT/report)."""
     grid = load(out)
     to = Path(to) if to is not None else grid.out / "report"
@@ -572,7 +574,7 @@ def write_report(out: str | Path, to: str | Path | None = None, n_resamples: int
         write_text_atomic(path, frame.to_csv(index=False))
         written.append(path)
     path = to / "fusion_pipelines.yaml"  # the suggestions as experiment items (irgrid.runner.expressions)
-    write_text_atomic(path, an.fusion_pipelines_yaml(a.fusion_suggestions, a.fusion_rrf, a.params["rrf_k"]))
+    write_text_atomic(path, failures.fusion_pipelines_yaml(a.fusion_suggestions, a.fusion_rrf, a.params["rrf_k"]))
     written.append(path)
     tables = build_tables(grid, a, reference)
     for t in tables:

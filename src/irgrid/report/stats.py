@@ -1,0 +1,162 @@
+"""Statistics of a stored grid's per-query scores (paper Sections 4.1.2 and 4.3): bootstrap standard errors,
+win/tie/loss counts and a random-effects (DerSimonian-Laird) meta-analysis across datasets."""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+
+    pass
+
+
+BOOTSTRAP_B = 1000
+
+
+BOOTSTRAP_SEED = 0
+
+
+def bootstrap_se(values: Sequence[float] | np.ndarray, n_resamples: int = BOOTSTRAP_B,
+                 seed: int | Sequence[int] = BOOTSTRAP_SEED) -> float:
+    """Bootstrap standard error of the mean of per-query values (queries resampled with replacement, seeded).
+
+    scipy.stats.bootstrap does the resampling; its `standard_error` is the standard deviation (ddof=1) of the
+    B resampled means, i.e. Efron and Tibshirani's SE_boot as used for the paper's Δσ.
+    """
+    from scipy.stats import bootstrap
+
+    x = np.asarray(values, dtype=float)
+    if len(x) < 2 or np.all(x == x[0]):  # scipy refuses degenerate samples; the SE of a constant is 0
+        return 0.0 if len(x) else math.nan
+    res = bootstrap((x,), np.mean, n_resamples=n_resamples, vectorized=True, method="percentile",
+                    rng=np.random.default_rng(seed))
+    return float(res.standard_error)
+
+
+def _cell_seed(seed: int, dataset: str, measure: str) -> list[int]:
+    # One stream per (dataset, measure), shared by all systems: every system is resampled on the same
+    # bootstrap query samples (common random numbers), and the result does not depend on the grid's order.
+    return [seed, zlib.crc32(f"{dataset}\t{measure}".encode())]
+
+
+def bootstrap_table(perquery: pd.DataFrame, n_resamples: int = BOOTSTRAP_B, seed: int = BOOTSTRAP_SEED) -> pd.DataFrame:
+    """Per (dataset, system, measure): mean of the per-query values, its bootstrap SE, #queries, B and seed."""
+    rows = []
+    for (dataset, system, measure), block in perquery.groupby(["dataset", "system", "measure"], sort=False):
+        values = block["value"].to_numpy(dtype=float)
+        rows.append({"dataset": dataset, "system": system, "measure": measure, "mean": float(values.mean()),
+                     "se": bootstrap_se(values, n_resamples, _cell_seed(seed, dataset, measure)),
+                     "queries": len(values), "B": n_resamples, "seed": seed})
+    return pd.DataFrame(rows, columns=["dataset", "system", "measure", "mean", "se", "queries", "B", "seed"])
+
+
+def win_tie_loss(results: pd.DataFrame) -> pd.DataFrame:
+    """Per (system, measure) against the baseline: datasets where it is significantly better (win), worse (loss)
+    or neither (tie), using the corrected paired tests already in results.csv."""
+    rows = []
+    res = results[(results["measure"] != "ms/query") & results["baseline"].notna()]
+    for (system, measure), block in res.groupby(["system", "measure"], sort=False):
+        if (block["system"] == block["baseline"]).all():
+            continue
+        w = t = lo = 0
+        for _, r in block.iterrows():
+            base = res[(res["dataset"] == r["dataset"]) & (res["system"] == r["baseline"]) & (res["measure"] == measure)]
+            if base.empty:
+                continue
+            sig = r["significant"] is True or str(r["significant"]).lower() == "true"
+            if sig and r["value"] > base["value"].iloc[0]:
+                w += 1
+            elif sig and r["value"] < base["value"].iloc[0]:
+                lo += 1
+            else:
+                t += 1
+        rows.append({"system": system, "measure": measure, "baseline": block["baseline"].iloc[0],
+                     "win": w, "tie": t, "loss": lo, "datasets": w + t + lo})
+    return pd.DataFrame(rows, columns=["system", "measure", "baseline", "win", "tie", "loss", "datasets"])
+
+
+@dataclass(frozen=True)
+class MetaResult:
+    k: int
+    effect: float  # the random-effects pooled effect
+    se: float
+    ci_low: float
+    ci_high: float
+    z: float
+    p: float
+    tau2: float
+    q: float
+    i2: float
+    fixed_effect: float
+
+
+def dersimonian_laird(effects: Sequence[float], variances: Sequence[float]) -> MetaResult:
+    """DerSimonian–Laird random-effects pooling.
+
+    Written here rather than taken from statsmodels: its `combine_effects(method_re='dl')` (0.15) does not
+    truncate τ² at zero (negative τ² inflates the weights) and divides by zero for a single study.
+    """
+    from scipy.stats import norm
+
+    y, v = np.asarray(effects, dtype=float), np.asarray(variances, dtype=float)
+    k = len(y)
+    w = 1 / v
+    fixed = float((w * y).sum() / w.sum())
+    q = float((w * (y - fixed) ** 2).sum())
+    c = float(w.sum() - (w ** 2).sum() / w.sum())
+    tau2 = max(0.0, (q - (k - 1)) / c) if k > 1 and c > 0 else 0.0
+    w_re = 1 / (v + tau2)
+    effect = float((w_re * y).sum() / w_re.sum())
+    se = float(math.sqrt(1 / w_re.sum()))
+    z = effect / se if se > 0 else math.copysign(math.inf, effect) if effect else 0.0
+    crit = float(norm.ppf(0.975))
+    return MetaResult(k=k, effect=effect, se=se, ci_low=effect - crit * se, ci_high=effect + crit * se, z=z,
+                      p=float(2 * norm.sf(abs(z))), tau2=tau2, q=q,
+                      i2=max(0.0, (q - (k - 1)) / q) if q > 0 else 0.0, fixed_effect=fixed)
+
+
+def paired_effects(perquery: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """Per (dataset, system, measure): the mean per-query difference to the baseline and its variance
+    (var(d) / n over the queries both were evaluated on) — the per-dataset effect sizes for the meta-analysis."""
+    rows = []
+    for (dataset, measure), block in perquery.groupby(["dataset", "measure"], sort=False):
+        wide = block.pivot_table(index="qid", columns="system", values="value")
+        if baseline not in wide.columns:
+            continue
+        for system in wide.columns:
+            if system == baseline:
+                continue
+            d = (wide[system] - wide[baseline]).dropna().to_numpy()
+            if len(d) < 2:
+                continue
+            rows.append({"dataset": dataset, "system": system, "measure": measure, "effect": float(d.mean()),
+                         "variance": float(d.var(ddof=1) / len(d)), "queries": len(d)})
+    return pd.DataFrame(rows, columns=["dataset", "system", "measure", "effect", "variance", "queries"])
+
+
+def meta_analysis(perquery: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """Random-effects (DerSimonian–Laird) pooled difference to the baseline per (system, measure) across datasets."""
+    effects = paired_effects(perquery, baseline)
+    rows = []
+    for (system, measure), block in effects.groupby(["system", "measure"], sort=False):
+        block = block[block["variance"] > 0]
+        if block.empty:
+            continue
+        r = dersimonian_laird(block["effect"], block["variance"])
+        rows.append({"system": system, "measure": measure, "baseline": baseline, **r.__dict__,
+                     "datasets": " ".join(block["dataset"])})
+    cols = ["system", "measure", "baseline", *MetaResult.__dataclass_fields__, "datasets"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def pairs(names: Sequence[str]) -> list[tuple[str, str]]:
+    """Unordered pairs of distinct names, in order."""
+    return list(combinations(names, 2))
