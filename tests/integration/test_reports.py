@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import SPARSE_GRID
+from support import SPARSE_GRID
 
 from irgrid import grid
 from irgrid.cli import main
 from irgrid.experiment import from_dict, load
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GRID = {"name": "report-grid", **SPARSE_GRID}
 EXPECTED = """expected:
   - {dataset: beir/scifact/test, system: bm25, measure: nDCG@10, value: 0.6789, tolerance: 0.0005, source: Pyserini 2CR}

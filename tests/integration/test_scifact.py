@@ -12,7 +12,7 @@ import pytest
 from irgrid import grid
 from irgrid.experiment import load
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 

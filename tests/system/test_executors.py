@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from irgrid import encoders, grid
-from irgrid.executors import ExecutorConfig, ExecutorError, build_graph
+from irgrid.executors import ExecutorConfig, build_graph
 from irgrid.experiment import from_dict
 from irgrid.store import Store
 
@@ -31,7 +31,7 @@ RETRIEVERS = ["bm25-pisa", "all-minilm-l6-v2", "splade-tiny"]
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     """The experiment on a slice, and the local runner's results on it (the reference)."""
-    from conftest import write_scifact_slice
+    from support import write_scifact_slice
 
     root = tmp_path_factory.mktemp("executors")
     files = write_scifact_slice(root, 10, 60)
@@ -67,24 +67,6 @@ def _no_duplicate_work(cache: Path) -> collections.Counter:
     per_artifact = collections.Counter(b["artifact"] for b in builds)
     assert max(per_artifact.values()) == 1, per_artifact  # every artifact was built exactly once
     return collections.Counter(b["kind"] for b in builds)
-
-
-def test_config_file_and_flags(tmp_path):
-    cfg = tmp_path / "cluster.yaml"
-    cfg.write_text("executor: slurm\nshards: 4\nslurm: {partition: gpu, gpus_per_job: 1, time_min: 90, "
-                   "additional: {constraint: h100}}\nray: {address: auto}\n")
-    c = ExecutorConfig.load(cfg)
-    assert (c.executor, c.shards, c.partition, c.gpus_per_job, c.time_min, c.additional) == \
-        ("slurm", 4, "gpu", 1, 90, {"constraint": "h100"})
-    c = ExecutorConfig.load(cfg, "ray", shards=2, partition=None)
-    assert (c.executor, c.address, c.shards, c.partition) == ("ray", "auto", 2, None)
-    cfg.write_text("slurm: {partitoin: gpu}\n")
-    with pytest.raises(ExecutorError, match="unknown key"):
-        ExecutorConfig.load(cfg, "slurm")
-    with pytest.raises(ExecutorError, match="not one of"):
-        ExecutorConfig.load(None, "kubernetes")
-    with pytest.raises(ExecutorError, match="shards"):
-        ExecutorConfig.load(None, "ray", shards=0)
 
 
 def test_job_graph_shares_indexes_and_orders_shards_before_merge(setup, tmp_path):

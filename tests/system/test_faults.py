@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import write_scifact_slice
+from support import write_scifact_slice
 
 HERE = Path(__file__).resolve().parent
 

@@ -186,9 +186,9 @@ def test_paper_grid_dry_run_lists_every_cell(tmp_path):
     """33 retrievers × the paper's 34 evaluated datasets, each cell cached / to run / unresolvable with a reason."""
     proc = subprocess.run([sys.executable, "-m", "irgrid.cli", "run", "experiments/paper.yaml", "--dry-run",
                            "--cache", str(tmp_path)], capture_output=True, text=True, timeout=600,
-                          cwd=Path(__file__).resolve().parent.parent)
+                          cwd=Path(__file__).resolve().parents[2])
     assert proc.returncode == 0, proc.stderr[-2000:]
-    spec = irgrid.experiment.load(Path(__file__).resolve().parent.parent / "experiments" / "paper.yaml")
+    spec = irgrid.experiment.load(Path(__file__).resolve().parents[2] / "experiments" / "paper.yaml")
     assert len(spec.retrievers) == 33 and len(spec.datasets) == 34
     assert {r.paper_name for r in spec.retrievers} >= {"BM25", "SPLADE-v3", "NV-Embed-v2", "ColBERTv2", "HyDE"}
     lines = [line for line in proc.stdout.splitlines() if line.split()[:1] and line.split()[0] in

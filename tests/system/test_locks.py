@@ -3,14 +3,12 @@ half-written ever trusted."""
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -68,7 +66,7 @@ def _ensure(root: str, exp: dict, source: str, barrier) -> None:
 
 
 def test_concurrent_builders_build_once_and_share(tmp_path):
-    from conftest import write_scifact_slice
+    from support import write_scifact_slice
 
     from irgrid.experiment import from_dict
     from irgrid.retrievers import IndexRecipe
@@ -99,15 +97,3 @@ def test_concurrent_builders_build_once_and_share(tmp_path):
     assert store.index_ready(recipe, spec.datasets[0]) and not stale.exists()
     assert len((final / "data.txt").read_text().split()) == 20
     assert not list(store.root.rglob("*.tmp-*"))
-
-
-def test_store_lock_files_stay_out_of_the_artifact_folders(tmp_path):
-    from irgrid.store import Store
-
-    store = Store(tmp_path)
-    artifact = tmp_path / "runs" / "vaswani" / "bm25-abc.res.gz"
-    assert store.lock_path(artifact) == tmp_path / "locks" / "runs" / "vaswani" / "bm25-abc.res.gz.lock"
-    with store.lock(artifact, "run"):
-        assert locks.is_locked(store.lock_path(artifact))
-    store.record_build("run", artifact, note="x")
-    assert json.loads(Path(tmp_path / "builds.log").read_text())["artifact"] == "runs/vaswani/bm25-abc.res.gz"

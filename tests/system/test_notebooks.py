@@ -11,7 +11,7 @@ import pytest
 from irgrid import grid
 from irgrid.experiment import from_dict
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 PISA_GRID = {  # PISA only: seconds, no JVM
     "name": "notebook-grid",

@@ -11,7 +11,7 @@ import pytest
 
 from irgrid.qa import readers, runner
 
-EXPERIMENT = Path(__file__).resolve().parent.parent / "experiments" / "disastqa.yaml"
+EXPERIMENT = Path(__file__).resolve().parents[2] / "experiments" / "disastqa.yaml"
 SETTINGS = {"base", "golden", "mix", "retrieved-bm25", "retrieved-all-minilm-l6-v2"}
 
 

@@ -3,13 +3,7 @@ Table A.2, ir_datasets' own metadata (shipped with the package) and, where stage
 
 from __future__ import annotations
 
-import csv
-import gzip
-import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,8 +11,6 @@ import pytest
 from irgrid import datasets
 from irgrid.datasets import BEIR_PAPER, CQADUPSTACK_FORUMS, FOLLOWIR_PAPER, LOTTE_PAPER
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
-TOPICS_QRELS = SHARED / "topics-qrels"
 PAPER = (["msmarco-passage/dev/small", "msmarco-passage/trec-dl-2019/judged", "msmarco-passage/trec-dl-2020/judged"]
          + [d for members in BEIR_PAPER.values() for d in members] + list(LOTTE_PAPER) + ["instructir"]
          + list(FOLLOWIR_PAPER))
@@ -104,98 +96,3 @@ def test_counts_match_table_a2():
             assert counts.docs == 5_416_593 and "5,416,535" in Path(datasets.__file__).read_text()
         else:
             assert counts.docs == docs, name
-
-
-def _staged_topics(name: str) -> list[str]:
-    with gzip.open(TOPICS_QRELS / "topics" / f"topics.beir-v1.0.0-{name}.test.tsv.gz", "rt") as f:
-        return [row[0] for row in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE) if row]
-
-
-def _staged_qrels(name: str) -> list[list[str]]:
-    lines = (TOPICS_QRELS / "qrels" / f"qrels.beir-v1.0.0-{name}.test.txt").read_text().splitlines()
-    return [line.split() for line in lines if line.strip()]
-
-
-def test_beir_counts_match_staged_topics_and_qrels(metadata):
-    """All 14 BEIR sets (CQADupStack's 12 forums each): the staged Anserini topics and qrels."""
-    for column, members in BEIR_PAPER.items():
-        for name in members:
-            ds = datasets.get(name)
-            staged = column if column != "cqadupstack" else "cqadupstack-" + name.rsplit("/", 1)[1]
-            topics, qrels = _staged_topics(staged), _staged_qrels(staged)
-            assert len(topics) == len(set(topics)) == _count(metadata, ds.irds_id, "queries"), name
-            if ds.counts.queries is not None:
-                assert len(topics) == ds.counts.queries, name
-            assert {q[0] for q in qrels} == set(topics), name  # every query judged
-            expected = _count(metadata, ds.irds_id, "qrels")
-            if column == "webis-touche2020":  # Anserini keeps the 932 positive judgments of v2's 2,214
-                labels = metadata[ds.irds_id]["qrels"]["fields"]["relevance"]["counts_by_value"]
-                expected = labels["1"] + labels["2"]
-            elif column == "trec-covid":  # Anserini drops v1's two judgments labelled -1
-                expected -= metadata[ds.irds_id]["qrels"]["fields"]["relevance"]["counts_by_value"]["-1"]
-            assert len(qrels) == expected, name
-
-
-def test_msmarco_and_trec_dl_staged_counts():
-    for name, queries, qrels in (("msmarco-passage/dev/small", 6_980, 7_437),
-                                 ("msmarco-passage/trec-dl-2019/judged", 43, 9_260),
-                                 ("msmarco-passage/trec-dl-2020/judged", 54, 11_386)):
-        ds = datasets.get(name)
-        topics, judged = ds.topics(), ds.qrels()
-        assert len(judged) == qrels, name
-        assert topics["qid"].nunique() == len(topics) == queries == ds.counts.queries, name
-        assert set(judged["qid"]) >= set(topics["qid"]), name
-
-
-def test_instructir_through_ir_datasets_and_pyterrier():
-    import ir_datasets
-    import pyterrier as pt
-
-    ds = datasets.get("instructir")
-    topics, qrels = ds.topics(), ds.qrels()
-    assert len(topics) == 9_906 == ds.counts.queries and len(qrels) == 9_906 == ds.counts.qrels
-    assert topics["qid"].map(lambda q: q.rsplit("_", 1)[0]).nunique() == 1_267  # base MS MARCO queries
-    first = topics.iloc[0]
-    assert first["qid"] == "1078446_1" and first["query"].startswith("I am an interior")  # '<instr> [SEP] <query>'
-    assert first["query"].endswith(" [SEP] wine cabinets definition")
-    assert set(qrels["qid"]) == set(topics["qid"])
-    assert "instructir" in ir_datasets.registry  # registered: the same interface as any other dataset
-    assert len(pt.get_dataset("irds:instructir").get_qrels()) == 9_906
-    with pytest.raises(datasets.DatasetError, match="InstructIR corpus is not staged.*corpus.jsonl"):
-        next(ds.docs())
-
-
-def test_followir_is_declared_but_not_staged():
-    ds = datasets.get("followir/core17")
-    with pytest.raises(datasets.DatasetError, match="FollowIR's core17 split is not staged.*queries.jsonl"):
-        ds.topics()
-    with pytest.raises(datasets.DatasetError, match="not staged.*corpus.jsonl"):
-        next(ds.docs())
-
-
-def test_core17_staged_qrels_match_ir_datasets(metadata):
-    """FollowIR's Core17 is built on TREC Core 2017 (ir_datasets: nyt/trec-core-2017), whose qrels are staged."""
-    lines = [line.split() for line in (TOPICS_QRELS / "qrels" / "qrels.core17.txt").read_text().splitlines() if line]
-    assert len(lines) == _count(metadata, "nyt/trec-core-2017", "qrels") == 30_030
-    topics = {line[0] for line in lines}
-    assert len(topics) == _count(metadata, "nyt/trec-core-2017", "queries") == 50
-    assert datasets.get("followir/core17").counts.queries <= len(topics)
-
-
-def test_cli_lists_the_catalog_as_csv():
-    env = dict(os.environ)
-    out = subprocess.run([sys.executable, "-m", "irgrid.cli", "datasets", "--format", "csv"], capture_output=True,
-                         text=True, check=True, env=env, timeout=120).stdout
-    rows = {r["id"]: r for r in csv.DictReader(io.StringIO(out))}
-    assert set(PAPER) <= set(rows)
-    assert list(next(iter(rows.values()))) == ["id", "group", "measures", "policies", "conventions", "queries",
-                                               "docs", "counts_source", "ir_datasets", "corpus"]
-    # which measure follows the paper's code and which the official tool
-    assert rows["followir/core17"]["conventions"] == "changed:=paper og:=FollowIR p-MRR-paper=paper p-MRR=MTEB"
-    assert rows["msmarco-passage/trec-dl-2020/judged"]["conventions"] == "R@1000=paper (rel>=1) R(rel=2)@1000=TREC/Pyserini"
-    assert rows["beir/arguana/test"]["policies"] == "fields=title+text drop_self_matches"
-    assert rows["instructir"]["measures"] == "nDCG@10 Robustness@10"
-    assert rows["msmarco-passage/dev/small"]["queries"] == "6980"
-    table = subprocess.run([sys.executable, "-m", "irgrid.cli", "datasets", "--group", "lotte"],
-                           capture_output=True, text=True, check=True, env=env, timeout=120).stdout
-    assert "lotte/pooled/test/search" in table and "beir/" not in table

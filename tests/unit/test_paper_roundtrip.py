@@ -19,7 +19,8 @@ import pytest
 
 from irgrid import cli, measures, paper
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
+# the paper's tables as shipped with irgrid (tests/integration/test_analysis_grid.py checks they are the shared ones)
+REFERENCE = paper.reference_dir()
 N_QUERIES = 40
 
 

@@ -91,7 +91,7 @@ def test_paper_experiment_uses_the_paper_profile_and_rules():
 
     from irgrid.experiment import ExperimentError, from_dict, load
 
-    spec = load(Path(__file__).resolve().parent.parent / "experiments" / "paper.yaml")
+    spec = load(Path(__file__).resolve().parents[2] / "experiments" / "paper.yaml")
     assert spec.self_matches == "paper"
     assert {r.profile for r in spec.retrievers} == {"paper"}
     assert spec.retrievers[0].options["num_results"] == 1001

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -72,26 +68,3 @@ def test_duplicates_raise_and_unknown_names_suggest():
 def test_names_must_be_filename_safe():
     with pytest.raises(ValueError, match="kebab-case"):
         Retriever(name="BM25 Lucene", family="sparse", architecture="lexical", query=lambda a, c: None)
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "irgrid.cli", *args], capture_output=True, text=True, timeout=120)
-
-
-def test_list_does_not_import_torch():
-    code = ("import sys, irgrid.cli; irgrid.cli.main(['list']); "
-            "heavy = [m for m in ('torch', 'transformers', 'pyterrier', 'pyserini', 'jnius') if m in sys.modules]; "
-            "assert not heavy, heavy")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert "bm25-pisa" in out.stdout and "all-minilm-l6-v2" in out.stdout
-
-
-def test_list_csv_has_one_row_per_entry():
-    out = _cli("list", "--format", "csv")
-    assert out.returncode == 0, out.stderr
-    rows = list(csv.DictReader(io.StringIO(out.stdout)))
-    assert sorted(r["name"] for r in rows) == sorted(RETRIEVERS.names())
-    minilm = next(r for r in rows if r["name"] == "all-minilm-l6-v2")
-    assert minilm["checkpoints"] == "sentence-transformers/all-MiniLM-L6-v2@8b3219a92973c328a8e22fadcfa821b5dc75636a"
-    assert minilm["family"] == "dense"

@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 import pytest
-from conftest import write_scifact_slice
+from support import write_scifact_slice
 
 from irgrid import grid
 from irgrid.experiment import from_dict
