@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from irgrid import grid
 from irgrid.experiment import ExperimentError, from_dict, load
-from irgrid.models import ModelUnavailableError
 
 
 @pytest.mark.parametrize("patch, expected", [
@@ -27,13 +25,3 @@ def test_spec_errors(patch, expected):
 def test_missing_file():
     with pytest.raises(ExperimentError, match="does-not-exist.yaml does not exist"):
         load("does-not-exist.yaml")
-
-
-def test_unresolvable_model_offline_fails_before_any_work(fresh_store, tmp_path):
-    """The registered `contriever` entry: its checkpoint is on no package, mapping or cache here."""
-    spec = from_dict({"datasets": ["vaswani"], "retrievers": ["bm25-pisa", "contriever"], "measures": ["AP"]})
-    with pytest.raises(ModelUnavailableError, match="facebook/contriever-msmarco@abe8c14[0-9a-f]+ is not available "
-                                                     "offline.*huggingface-cli download facebook/contriever-msmarco"):
-        grid.run(spec, out=tmp_path / "out", store=fresh_store)
-    assert not (tmp_path / "out").exists()
-    assert not (fresh_store.root / "runs").exists()  # nothing computed, nothing half-written
