@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from irgrid import datasets
@@ -45,10 +43,16 @@ def test_queries_only_collection_explains_missing_documents():
 
 
 def test_staged_home_is_copied_not_written(staged):
+    """Reading a collection writes ir_datasets' files into the session's home, never into the staged folder."""
+    def listing(folder):
+        return {(str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
+
+    before = listing(staged / "vaswani")
     home = datasets.ensure_irds_home()
     assert home.resolve() != staged.resolve()
-    assert (home / "vaswani" / "docs.txt").exists()
-    assert not os.access(staged, os.W_OK) or not (staged / "vaswani" / "docs.pklz4").exists()
+    assert len(list(datasets.get("vaswani").docs())) == 11429 and len(datasets.get("vaswani").topics()) == 93
+    assert (home / "vaswani" / "docs.txt").read_bytes() == (staged / "vaswani" / "docs.txt").read_bytes()
+    assert listing(staged / "vaswani") == before
 
 
 def test_any_ir_datasets_id_is_accepted_with_default_policies():

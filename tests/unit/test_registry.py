@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from irgrid._util import config_hash
 from irgrid.registry import DuplicateNameError, Registry, UnknownNameError
 from irgrid.retrievers import FAMILIES, RETRIEVERS, Retriever, get
 
@@ -21,13 +22,13 @@ def test_entry_contract(entry: Retriever):
     assert entry.family in FAMILIES
     assert entry.name == entry.name.lower() and " " not in entry.name and "/" not in entry.name
     config = entry.config()
-    json.dumps(config)  # fully serialisable, so it can be hashed and written to manifests
-    assert entry.key() == get(entry.name).key()  # stable
+    # fully serialisable, and the key is the hash of exactly what manifests record: no state outside config()
+    assert config_hash(json.loads(json.dumps(config))) == entry.key()
+    assert (entry.index is None) == (config["index"] is None)
     for ref in entry.all_models().values():
         assert "/" in ref.id, f"{entry.name}: checkpoint ids are Hugging Face ids (org/name): {ref.id}"
-    assert callable(entry.query)
     if entry.index is not None:
-        assert callable(entry.index.build) and callable(entry.index.open)
+        assert config["index"] == entry.index.config() and entry.index.key() == config_hash(entry.index.config())
         assert entry.index.name.replace("-", "").replace(".", "").isalnum()
 
 
