@@ -111,6 +111,7 @@ def _job_files(out: Path, pattern: str) -> list[dict]:
     return found
 
 
+@pytest.mark.slow  # a local Ray cluster, a killed worker and driver: minutes on 2 cores
 def test_ray_grid_survives_a_killed_worker_and_a_killed_driver(setup, tmp_path):
     """A Ray worker SIGKILLed mid-shard is retried by Ray; the driver SIGKILLed mid-grid leaves a state that
     `irgrid status` reports, and `irgrid run --resume` completes the grid with no artifact built twice."""
@@ -172,6 +173,7 @@ def _slurm_answers() -> bool:
     return proc.returncode == 0 and any(s.strip() in ("idle", "mix", "alloc") for s in proc.stdout.splitlines())
 
 
+@pytest.mark.slow  # every cell as a job through the fake sbatch: minutes on 2 cores
 def test_slurm_executor_runs_the_grid_and_reports_a_failed_cell(setup, tmp_path):
     """Through submitit: a real Slurm when one answers here (jobs with --dependency=afterok), else submitit's
     local cluster. A cell whose job raises is reported with its log; the others equal the local runner's."""
