@@ -35,15 +35,18 @@ $(STAMP): pyproject.toml constraints.txt Makefile
 quickstart: install
 	$(BIN)/irgrid run experiments/quickstart.yaml --out results/quickstart
 
-# CI's command: every tier but `heavy` (< 30 min on 2 cores). test-all adds the heavy end-to-end checks.
+# Tiers by needs (tests/unit, tests/integration, tests/system: markers by folder), cost marked apart (slow, heavy).
+# test: CI's command, every tier but `heavy` (< 30 min on 2 cores); test-all adds the heavy end-to-end checks;
+# test-fast: the unit tier (no staged data, no weights, no JVM; about a minute). -rs prints why a test skipped
+# (staged data not found through IRGRID_SHARED / IRGRID_IRDS_STAGED).
 test: install
-	$(BIN)/python -m pytest -x -q --durations=15 -m "not heavy"
+	$(BIN)/python -m pytest -x -q -rs --durations=15 -m "not heavy"
 
 test-all: install
-	$(BIN)/python -m pytest -x -q --durations=25
+	$(BIN)/python -m pytest -x -q -rs --durations=25
 
 test-fast: install
-	$(BIN)/python -m pytest -x -q -m "not slow"
+	$(BIN)/python -m pytest -x -q -rs --durations=10 tests/unit
 
 # Style and architecture: ruff, the import-layer contract (pyproject [tool.importlinter]) and no import cycle.
 lint: install

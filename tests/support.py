@@ -1,0 +1,67 @@
+"""Helpers the test tiers share (a plain module: `conftest` is a different module in each tier folder)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+
+def session_irds_home() -> Path:
+    """The session's writable ir_datasets home (tests/conftest.py points IR_DATASETS_HOME at a fresh folder)."""
+    return Path(os.environ["IR_DATASETS_HOME"])
+
+
+def unit_tier_leaks() -> list[str]:
+    """What a unit test must not have done: start the JVM, or seed the ir_datasets home from staged data."""
+    leaks = []
+    if "jnius" in sys.modules:
+        leaks.append("started the JVM (jnius imported)")
+    if session_irds_home().exists():
+        leaks.append(f"read staged data (the ir_datasets home {session_irds_home()} was seeded)")
+    return leaks
+
+
+def write_scifact_slice(root: Path, n_queries: int, n_docs: int, all_formats: bool = False) -> dict[str, str]:
+    """A small real collection in bring-your-own files: SciFact test queries, their relevant abstracts and
+    other abstracts up to `n_docs`. Returns a `collections:` entry (paths relative to `root`). `all_formats`
+    also writes docs.jsonl (BEIR layout, raw text) and topics.trec."""
+    from irgrid.data import datasets
+
+    scifact = datasets.get("beir/scifact/test")
+    topics, qrels = scifact.topics().head(n_queries), scifact.qrels()
+    qrels = qrels[qrels["qid"].isin(topics["qid"])]
+    wanted = set(qrels["docno"])
+    docs = []
+    for doc in datasets.get("beir/scifact").irds().docs_iter():
+        if doc.doc_id in wanted or len(docs) < n_docs - len(wanted):
+            docs.append(doc)
+        if len(docs) == n_docs:
+            break
+    clean = lambda t: " ".join(t.split())  # noqa: E731
+    data = root / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    (data / "docs.tsv").write_text("".join(f"{d.doc_id}\t{clean(d.title)}\t{clean(d.text)}\n" for d in docs))
+    (data / "topics.tsv").write_text("".join(f"{q}\t{clean(t)}\n" for q, t in zip(topics["qid"], topics["query"])))
+    (data / "qrels.txt").write_text("".join(f"{q} 0 {d} {lab}\n" for q, d, lab in
+                                            zip(qrels["qid"], qrels["docno"], qrels["label"])))
+    if all_formats:
+        import json
+
+        (data / "docs.jsonl").write_text("".join(
+            json.dumps({"_id": d.doc_id, "title": d.title, "text": d.text}) + "\n" for d in docs))
+        (data / "topics.trec").write_text("".join(
+            f"<top>\n<num> Number: {q}\n<title> {clean(t)}\n<desc> Description:\n\n<narr> Narrative:\n\n</top>\n\n"
+            for q, t in zip(topics["qid"], topics["query"])))
+    return {"docs": "data/docs.tsv", "topics": "data/topics.tsv", "qrels": "data/qrels.txt"}
+
+
+# a small real grid shared by the analysis and report tests (vaswani + SciFact, Lucene and PISA BM25)
+SPARSE_GRID = {
+    "datasets": ["vaswani", "beir/scifact/test"],
+    "retrievers": ["bm25-pisa", "bm25"],
+    "measures": ["nDCG@10", "AP", "R@1000"],
+    "baseline": "bm25",
+    "test": "t",
+    "correction": "holm",
+}

@@ -1,0 +1,204 @@
+"""The grid runner on real data: outputs, resume, invalidation on a config change, kill-and-resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import irgrid
+import irgrid.runner.experiment
+from irgrid import grid
+from irgrid.runner import cell as cell_mod
+from irgrid.runner.experiment import from_dict
+
+SPARSE = {
+    "name": "sparse-vaswani",
+    "datasets": ["vaswani"],
+    "retrievers": ["bm25-pisa", "bm25"],
+    "measures": ["AP", "nDCG@10", "R@1000"],
+    "baseline": "bm25-pisa",
+    "test": "t",
+    "correction": "holm",
+}
+
+
+class Recorder:
+    """Wraps build_pipeline to record which cells were computed (a cache hit never builds a pipeline)."""
+
+    def __init__(self, monkeypatch, fail: bool = False):
+        self.built: list[str] = []
+        original = cell_mod.build_pipeline
+
+        def wrapped(retriever, dataset=None, *args, **kwargs):
+            if fail:
+                raise AssertionError(f"cache miss: {retriever.name} was recomputed")
+            self.built.append(retriever.name)
+            return original(retriever, dataset, *args, **kwargs)
+
+        monkeypatch.setattr(cell_mod, "build_pipeline", wrapped)
+
+
+@pytest.fixture(scope="module")
+def vaswani_first(tmp_path_factory):
+    from irgrid.store import Store
+
+    root = tmp_path_factory.mktemp("vaswani")
+    store = Store(root / "cache")
+    results = grid.run(from_dict(SPARSE), out=root / "out", store=store)
+    return root, store, results
+
+
+def test_outputs_and_reference_scores(vaswani_first):
+    root, _, results = vaswani_first
+    out = root / "out"
+    value = results.set_index(["system", "measure"])["value"]
+    assert value["bm25-pisa", "AP"] == pytest.approx(0.3053, abs=0.0005)  # pyterrier-pisa's own tests: 0.305349
+    assert value["bm25", "AP"] == pytest.approx(0.2856, abs=0.0005)  # pyterrier-anserini's tests: 0.2856
+    assert set(results.columns) >= {"dataset", "system", "measure", "value", "p_value", "p_value_corrected",
+                                    "significant"}
+    base = results[results.system == "bm25-pisa"]
+    assert base["p_value"].isna().all()  # no test of the baseline against itself
+    bm25_ap = results[(results.system == "bm25") & (results.measure == "AP")].iloc[0]
+    assert 0 < bm25_ap["p_value"] <= bm25_ap["p_value_corrected"] <= 1  # Holm never lowers a p-value
+    assert (results.measure == "ms/query").sum() == 2
+    stored = pd.read_csv(out / "results.csv")
+    assert stored[["system", "measure"]].values.tolist() == results[["system", "measure"]].values.tolist()
+    assert stored["value"].tolist() == pytest.approx(results["value"].tolist(), rel=1e-12)
+    perq = pd.read_csv(out / "perquery.csv")
+    assert set(perq.columns) >= {"dataset", "system", "qid", "measure", "value"}
+    assert len(perq[(perq.system == "bm25") & (perq.measure == "AP")]) == 93
+    run = pd.read_csv(out / "runs" / "vaswani" / "bm25.res.gz", sep=" ", header=None)
+    assert run[0].nunique() == 93 and run.groupby(0).size().max() <= 1000
+    md = (out / "results.md").read_text()
+    assert "| bm25-pisa (baseline) |" in md and "▼" in md
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["packages"]["ir_measures"] and manifest["retrievers"]["bm25"]["config_hash"] == irgrid.retriever("bm25").key()
+    assert "git" in manifest
+    assert manifest["retrievers"]["bm25"]["profile"] == "card"  # the default profile, recorded per retriever
+
+
+def test_rerun_recomputes_nothing_and_is_identical(vaswani_first, monkeypatch):
+    root, store, first = vaswani_first
+    Recorder(monkeypatch, fail=True)
+    monkeypatch.setattr(cell_mod, "open_index", lambda *a, **k: pytest.fail("an index was opened on a rerun"))
+    again = grid.run(from_dict(SPARSE), out=root / "out2", store=store)
+    pd.testing.assert_frame_equal(first, again)
+    assert (root / "out" / "results.csv").read_bytes() == (root / "out2" / "results.csv").read_bytes()
+
+
+def test_changed_option_recomputes_that_retriever_only(vaswani_first, monkeypatch):
+    root, store, first = vaswani_first
+    rec = Recorder(monkeypatch)
+    built_indexes: list[str] = []
+    original = store.build_index
+    monkeypatch.setattr(store, "build_index", lambda recipe, *a: built_indexes.append(recipe.name) or original(recipe, *a))
+    spec = dict(SPARSE, retrievers=[{"name": "bm25-pisa", "options": {"k1": 1.2}}, "bm25"])
+    changed = grid.run(from_dict(spec), store=store)
+    assert rec.built == ["bm25-pisa"] and built_indexes == []  # same index, new run
+    v0, v1 = (r.set_index(["system", "measure"])["value"] for r in (first, changed))
+    assert v1["bm25", "AP"] == v0["bm25", "AP"]
+    assert v1["bm25-pisa", "AP"] != v0["bm25-pisa", "AP"]
+
+
+def test_notebook_api_builds_an_entry_on_a_dataset(vaswani_first):
+    pipeline = irgrid.retriever("bm25-pisa").pipeline("vaswani", store=vaswani_first[1])
+    res = pipeline.search("measurement of dielectric constant of liquids")
+    assert len(res) > 0 and list(res["rank"][:3]) == [0, 1, 2] and res["score"].is_monotonic_decreasing
+
+
+def _runs(cache: Path) -> list[Path]:
+    return sorted((cache / "runs").rglob("*.json")) if (cache / "runs").exists() else []
+
+
+def test_killed_grid_resumes_to_the_same_results(tmp_path, vaswani_first):
+    """SIGKILL a grid mid-way; a rerun trusts nothing half-written and ends where a clean run ends."""
+    exp = tmp_path / "exp.yaml"
+    spec = dict(SPARSE, datasets=["vaswani", "beir/scifact/test"])
+    exp.write_text(json.dumps(spec))  # JSON is YAML
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "irgrid.cli", "run", str(exp), "--out", str(out),
+                             "--cache", str(cache)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while not _runs(cache) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the grid finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert len(_runs(cache)) < 4 and not (out / "results.csv").exists()
+    from irgrid.store import Store
+
+    resumed = grid.run(from_dict(spec), out=out, store=Store(cache))
+    assert len(_runs(cache)) == 4
+    leftovers = [p for p in cache.rglob("*") if ".tmp-" in p.name and p.is_file() and "indexes" not in str(p)]
+    assert not leftovers, leftovers  # a killed atomic write leaves at most a temp file, never a result
+    vaswani = resumed[resumed.dataset == "vaswani"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(vaswani.drop(columns=["value"]), vaswani_first[2].drop(columns=["value"]))
+    q = ~vaswani.measure.eq("ms/query")
+    assert vaswani[q]["value"].tolist() == vaswani_first[2][q]["value"].tolist()
+
+
+def _raising_query(index, ctx):
+    raise RuntimeError("simulated CUDA out of memory")
+
+
+def test_a_failing_cell_is_recorded_and_the_grid_goes_on(vaswani_first, tmp_path):
+    from irgrid.pipelines.sparse import PISA_PORTER2
+
+    from irgrid.core.retrievers import Retriever
+
+    broken = Retriever(name="broken", family="sparse", architecture="lexical", index=PISA_PORTER2,
+                       query=_raising_query, options={})
+    spec = from_dict(SPARSE)
+    spec.retrievers.append(broken)
+    results = grid.run(spec, out=tmp_path, store=vaswani_first[1])
+    assert set(results.system) == {"bm25-pisa", "bm25"}
+    failures = json.loads((tmp_path / "failures.json").read_text())
+    assert [(f["retriever"], f["dataset"]) for f in failures] == [("broken", "vaswani")]
+    assert "simulated CUDA out of memory" in failures[0]["error"] and "Traceback" in failures[0]["traceback"]
+    with pytest.raises(RuntimeError, match="simulated"):
+        grid.run(spec, store=vaswani_first[1], fail_fast=True)
+
+
+def test_plan_lists_every_cell_with_status_and_estimates(vaswani_first, tmp_path):
+    from irgrid.store import Store
+
+    spec = from_dict(dict(SPARSE, retrievers=["bm25-pisa", "bm25", "contriever"]))  # no contriever weights here
+    plan = {r["retriever"]: r for r in grid.plan(spec, vaswani_first[1])}
+    assert (plan["bm25-pisa"]["status"], plan["bm25"]["status"]) == ("cached", "cached")
+    assert plan["contriever"]["status"] == "unresolvable" and not plan["contriever"]["index_cached"]
+    assert "facebook/contriever-msmarco" in plan["contriever"]["reason"]
+    fresh = grid.plan(from_dict(dict(SPARSE, retrievers=[{"name": "bm25-pisa", "options": {"k1": 1.5}}])),
+                      vaswani_first[1])
+    assert fresh[0]["status"] == "to run" and fresh[0]["index_cached"]
+    assert fresh[0]["est_seconds"] is not None and fresh[0]["est_seconds"] < 60  # from the measured ms/query
+    empty = grid.plan(from_dict(SPARSE), Store(tmp_path))
+    assert [r["status"] for r in empty] == ["to run", "to run"] and empty[0]["est_seconds"] is None
+
+
+def test_paper_grid_dry_run_lists_every_cell(tmp_path):
+    """33 retrievers × the paper's 34 evaluated datasets, each cell cached / to run / unresolvable with a reason."""
+    proc = subprocess.run([sys.executable, "-m", "irgrid.cli", "run", "experiments/paper.yaml", "--dry-run",
+                           "--cache", str(tmp_path)], capture_output=True, text=True, timeout=600,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    spec = irgrid.runner.experiment.load(Path(__file__).resolve().parents[2] / "experiments" / "paper.yaml")
+    assert len(spec.retrievers) == 33 and len(spec.datasets) == 34
+    assert {r.paper_name for r in spec.retrievers} >= {"BM25", "SPLADE-v3", "NV-Embed-v2", "ColBERTv2", "HyDE"}
+    lines = [line for line in proc.stdout.splitlines() if line.split()[:1] and line.split()[0] in
+             {d.name for d in spec.datasets}]
+    assert len(lines) == 33 * 34
+    # offline here: of the paper's corpora only SciFact is staged, and only BM25 needs no weights
+    assert "1122 cells: 0 cached, 1 to run" in proc.stdout and "1121 unresolvable offline" in proc.stdout
+    assert [line.split()[:2] for line in lines if "to run" in line] == [["beir/scifact/test", "bm25"]]
+    bm25_msmarco = next(line for line in lines if line.split()[:2] == ["msmarco-passage/dev/small", "bm25"])
+    assert "unresolvable" in bm25_msmarco and "data: documents not staged" in bm25_msmarco
+    nv = next(line for line in lines if line.split()[:2] == ["beir/scifact/test", "nv-embed-v2"])
+    assert "nvidia/NV-Embed-v2" in nv and "not available offline" in nv

@@ -1,0 +1,95 @@
+"""The package's structure as tests: no import cycle between modules (function-level imports included), a stated
+concern per module, and the README's layout section listing every module."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "src" / "irgrid"
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for f in SRC.rglob("*.py"):
+        parts = ["irgrid", *f.relative_to(SRC).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = f
+    return out
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """Every irgrid module `name` imports, anywhere in the file (a function-level import is still a dependency)."""
+    is_pkg = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".") if is_pkg else name.split(".")[:-1]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets = [base, *(f"{base}.{a.name}" for a in node.names)]
+        for t in targets:
+            while t and t not in known:
+                t = t.rpartition(".")[0]
+            if t and t != name and not name.startswith(t + "."):  # a package's own __init__ is not a partner
+                found.add(t)
+    return found
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as a path, or None (depth-first search with colours)."""
+    colour = dict.fromkeys(graph, 0)
+    stack: list[str] = []
+
+    def visit(v: str) -> list[str] | None:
+        colour[v] = 1
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if colour[w] == 1:
+                return [*stack[stack.index(w):], w]
+            if colour[w] == 0 and (found := visit(w)):
+                return found
+        stack.pop()
+        colour[v] = 2
+        return None
+
+    for v in sorted(graph):
+        if colour[v] == 0 and (found := visit(v)):
+            return found
+    return None
+
+
+def test_cycle_finder_finds_a_cycle():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle_between_modules():
+    mods = _modules()
+    graph = {m: _imports(m, p, set(mods)) for m, p in mods.items()}
+    cycle = _cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+@pytest.mark.parametrize("module", sorted(_modules()))
+def test_every_module_states_its_concern(module):
+    doc = ast.get_docstring(ast.parse(_modules()[module].read_text()))
+    assert doc and len(doc.split("\n\n")[0]) >= 20, f"{module}: a module docstring that says what it is for"
+
+
+def test_readme_layout_lists_every_module():
+    text = (ROOT / "README.md").read_text()
+    section = text.split("\n## Layout", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"`(irgrid(?:\.\w+)*)`", section))
+    missing = sorted(set(_modules()) - listed)
+    assert not missing, f"README's Layout section misses {missing}"

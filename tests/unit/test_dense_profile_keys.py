@@ -1,0 +1,68 @@
+"""Dense entry profiles as an experiment sees them: cache keys follow values, profile errors, corpus-size rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from irgrid.core.retrievers import RETRIEVERS
+from irgrid.dense.entry import by_size, spec_of
+from irgrid.runner import experiment
+
+
+# -- keys follow values --------------------------------------------------------------------------------------------
+def test_profiles_that_agree_share_every_cache_key():
+    entry = RETRIEVERS.get("tas-b")
+    paper, card = entry.with_profile("paper"), entry.with_profile("card")
+    assert paper.key() != card.key() and paper.index.key() != card.index.key()  # dtype (and the paper's depth) differ
+    agreed = paper.with_options(dtype=card.options["dtype"], num_results=card.options["num_results"])  # differences set to the card's
+    assert agreed.key() == card.key() and agreed.index.key() == card.index.key()
+
+
+def test_a_query_side_difference_keeps_the_document_index():
+    entry = RETRIEVERS.get("bge-large-v1.5")
+    changed = entry.with_options(query_template="{text}")
+    assert changed.index.key() == entry.index.key() and changed.key() != entry.key()
+    assert spec_of(changed).render("q", "q") == "q"
+
+
+def test_experiment_holds_both_profiles_of_one_entry():
+    spec = experiment.from_dict({
+        "datasets": ["beir/scifact/test"], "profile": "card",
+        "retrievers": [{"name": "nv-embed-v2", "profile": "paper", "as": "nv-embed-v2-paper"},
+                       {"name": "nv-embed-v2", "as": "nv-embed-v2-card"},
+                       {"name": "nv-embed-v2", "profile": "paper", "as": "nv-embed-v2-paper-8k",
+                        "options": {"query_max_length": 8192}},
+                       "bm25"],
+    }, source="exp.yaml")
+    paper, card, longer, bm25 = spec.retrievers
+    assert (paper.name, paper.profile, card.profile, bm25.profile) == ("nv-embed-v2-paper", "paper", "card", "card")
+    assert spec_of(paper).render("q?", "q") == "Given a question, retrieve passages that answer the questionq?</s>"
+    assert spec_of(card).render("q?", "q").startswith("Instruct: ")
+    assert spec_of(paper, "d").doc_fields == ("text",) and spec_of(card, "d").doc_fields == ("title", "text")
+    assert paper.key() != card.key() and card.key() == RETRIEVERS.get("nv-embed-v2").key()
+    # options apply on top of the profile: the paper's prompt is kept, the length is the item's
+    assert longer.profile == "paper" and spec_of(longer).query_max_length == 8192
+    assert spec_of(longer).query_template == spec_of(paper).query_template
+    assert experiment.from_dict({"datasets": ["beir/scifact/test"], "profile": "paper",
+                                 "retrievers": ["gte-large-v1.5"]}).retrievers[0].options["query_max_length"] == 512
+
+
+def test_unknown_profile_names_file_and_key():
+    with pytest.raises(experiment.ExperimentError, match=r"exp\.yaml: retrievers\[0\]: profile: .*'papr'.*"
+                                                         r"Did you mean 'paper'"):
+        experiment.from_dict({"datasets": ["beir/scifact/test"],
+                              "retrievers": [{"name": "dpr", "profile": "papr"}]}, source="exp.yaml")
+    with pytest.raises(experiment.ExperimentError, match=r"exp\.yaml: profile: .*'crad'.*Did you mean 'card'"):
+        experiment.from_dict({"datasets": ["beir/scifact/test"], "profile": "crad", "retrievers": ["dpr"]},
+                             source="exp.yaml")
+    with pytest.raises(experiment.ExperimentError, match=r"retrievers\[0\]: .*no option\(s\) 'dtyp'"):
+        experiment.from_dict({"datasets": ["beir/scifact/test"],
+                              "retrievers": [{"name": "dpr", "options": {"dtyp": "fp32"}}]}, source="exp.yaml")
+
+
+def test_corpus_size_rules():
+    rule = [[4_999_999, 4], [0, 2]]
+    assert (by_size(rule, 5_183, "ncells"), by_size(rule, 8_841_823, "ncells"), by_size(3, 10, "x")) == (2, 4, 3)
+    with pytest.raises(ValueError, match="no row for 0 documents"):
+        by_size([[0, 2]], 0, "ncells")
+

@@ -1,0 +1,96 @@
+"""Bad experiment and collection files are refused quickly with the key, file and line named (no data read)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from irgrid.runner.experiment import ExperimentError, from_dict, load
+
+
+def _yaml(root: Path, name: str | None = None, retrievers: str = "[bm25-pisa]", extra: str = "",
+          datasets: str | None = None) -> Path:
+    name = name or root.name.replace("_", "-")[-40:].strip("-")  # one name per test: one registry per process
+    exp = root / "exp.yaml"
+    exp.write_text(f"""\
+name: rel
+collections:
+  - {{name: {name}, docs: data/docs.tsv, topics: data/topics.tsv, qrels: data/qrels.txt}}
+datasets: {datasets or f'[{name}]'}
+retrievers: {retrievers}
+measures: [AP, nDCG@10]
+{extra}""")
+    return exp
+
+
+# -- 12. YAML: aliases refused, size capped, duplicate keys refused --------------------------------------------
+def test_yaml_alias_bomb_is_refused_quickly(tmp_path):
+    lines = ["name: bomb", 'a: &a ["x","x","x","x","x","x","x","x","x"]']
+    for i in range(1, 9):
+        lines.append(f"{chr(97 + i)}: &{chr(97 + i)} [" + ",".join([f"*{chr(96 + i)}"] * 9) + "]")
+    (tmp_path / "bomb.yaml").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ExperimentError, match=r"bomb.yaml.*alias"):
+        load(tmp_path / "bomb.yaml")
+
+
+def test_huge_experiment_file_is_refused(tmp_path):
+    path = tmp_path / "huge.yaml"
+    path.write_text("name: huge\ndatasets: [vaswani]\nretrievers:\n" + "  - bm25-pisa\n" * 200_000)
+    with pytest.raises(ExperimentError, match=r"huge.yaml.*MiB"):
+        load(path)
+
+
+def test_duplicate_yaml_keys_are_refused(tmp_path):
+    path = tmp_path / "dup.yaml"
+    path.write_text("name: d\ndatasets: [vaswani]\nretrievers: [bm25-pisa]\nmeasures: [AP]\nmeasures: [nDCG@10]\n")
+    with pytest.raises(ExperimentError, match=r"dup.yaml.*line 5.*'measures'.*twice"):
+        load(path)
+
+
+# -- inputs validated at the edge: each error names the file, the entry and the key -----------------------------
+@pytest.mark.parametrize("patch, expected", [
+    ({"retrievers": [{"name": "bm25-pisa", "options": {"k1": "abc"}}]}, "retrievers[0] (bm25-pisa): option k1: expected a number"),
+    ({"retrievers": [{"name": "bm25-pisa", "options": {"num_results": -5}}]}, "option num_results: -5 is outside"),
+    ({"datasets": ["vaswani", "vaswani"]}, "datasets[1]: 'vaswani' is already datasets[0]"),
+    ({"datasets": [{"name": "vaswani", "queries": 0}]}, "queries: 0 selects no query"),
+])
+def test_option_and_dataset_errors_name_the_key(patch, expected):
+    with pytest.raises(ExperimentError) as e:
+        from_dict({"datasets": ["vaswani"], "retrievers": ["bm25-pisa"], "measures": ["AP"], **patch}, source="x.yaml")
+    assert expected in str(e.value) and str(e.value).startswith("x.yaml")
+
+
+@pytest.mark.parametrize("role, content, expected", [
+    ("topics", "q1\tfirst\nq1\tagain\n", "line 2: query id 'q1' already on line 1"),
+    ("topics", "", "topics file is empty"),
+    ("topics", "q1\tone\ttwo\n", "line 1: expected 'qid<TAB>query text', got 3"),
+    ("qrels", "q1 D1 1\n", "line 1: expected 4 columns"),
+    ("qrels", "q1 0 D1 yes\n", "line 1: relevance label 'yes' is not a whole number"),
+    ("docs", "D1\tt\tx\nD1\tt\ty\n", "document id 'D1' appears twice"),
+    ("docs", b"D1\tt\t\xff\xfe\n", "not UTF-8"),
+])
+def test_malformed_collection_files_name_file_and_line(tmp_path, role, content, expected):
+    data = tmp_path / "data"
+    data.mkdir()
+    files = {"docs": "D1\tt\tx\n", "topics": "q1\tfirst\n", "qrels": "q1 0 D1 1\n"}
+    files[role] = content
+    for r, name in (("docs", "docs.tsv"), ("topics", "topics.tsv"), ("qrels", "qrels.txt")):
+        body = files[r]
+        (data / name).write_bytes(body if isinstance(body, bytes) else body.encode())
+    with pytest.raises(ExperimentError) as e:
+        load(_yaml(tmp_path, name=f"bad-{role}-{abs(hash(str(content))) % 10**6}"))
+    msg = str(e.value)
+    assert expected in msg and "collections[0]" in msg, msg
+
+
+def test_qrels_matching_no_document_are_warned_about(tmp_path, caplog):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "docs.tsv").write_text("D1\tt\tx\n")
+    (data / "topics.tsv").write_text("q1\tx\n")
+    (data / "qrels.txt").write_text("q1 0 D9 1\n")
+    with caplog.at_level("WARNING", logger="irgrid"):
+        load(_yaml(tmp_path, name="nomatch"))
+    assert any("no relevant document" in r.message for r in caplog.records)
+
