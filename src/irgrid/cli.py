@@ -195,7 +195,7 @@ def cmd_status(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from irgrid.report.tables import write_report
+    from irgrid.report.write import write_report
     from irgrid.runner.outputs import verify_outputs
 
     verify_outputs(args.out)  # incomplete or mixed folders are refused, naming the file

@@ -76,7 +76,7 @@ def test_rrf_of_stored_runs_equals_pyterrier_alpha(real_grid):
     import pyterrier as pt
     from pyterrier_alpha.fusion import rr_fusion
 
-    from irgrid.report.tables import load
+    from irgrid.report.stored import load
 
     g = load(real_grid[0])
     a, b = g.run("vaswani", "bm25-pisa"), g.run("vaswani", "bm25")

@@ -239,7 +239,7 @@ def test_report_writes_fusion_suggestions_as_ready_to_paste_pipelines(fresh_stor
     scores are the ones the report measured offline."""
     import yaml
 
-    from irgrid.report.tables import write_report
+    from irgrid.report.write import write_report
 
     exp = {"name": "fusion-report", "datasets": ["vaswani"], "measures": ["AP", "nDCG@10"], "baseline": "bm25-pisa",
            "latency_sample": 0, "retrievers": ["bm25-pisa", {"name": "bm25-pisa", "as": "k12", "options": {"k1": 1.2}},

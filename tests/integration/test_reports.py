@@ -93,7 +93,7 @@ def test_failure_points_and_jaccard_csvs(report, stored):
     import ir_measures
 
     from irgrid.report.failures import qrels_dict, run_dict
-    from irgrid.report.tables import load
+    from irgrid.report.stored import load
 
     g = load(stored[1])
     rr = {m.query_id: m.value for m in ir_measures.iter_calc(

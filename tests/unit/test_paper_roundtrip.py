@@ -114,6 +114,7 @@ def test_a_cell_without_per_query_values_has_no_delta_sigma():
 def test_failed_cells_are_marked_failed_not_absent():
     """A cell that failed (failures.json) reads 'failed' in the paper's tables, with a note; a system that failed
     everywhere still gets its row."""
+    from irgrid.report import stored as stored_mod
     from irgrid.report import tables as reports
     from irgrid.report import zscores as zscores_mod
 
@@ -121,7 +122,7 @@ def test_failed_cells_are_marked_failed_not_absent():
                             "value": [0.679], "baseline": ["bm25"]})
     failures = [{"dataset": "beir/nfcorpus/test", "retriever": "bm25", "error": "boom"},
                 {"dataset": "beir/scifact/test", "retriever": "contriever", "error": "no weights"}]
-    grid = reports.Grid(Path("."), results, pd.DataFrame(), {"retrievers": {}}, failures)
+    grid = stored_mod.Grid(Path("."), results, pd.DataFrame(), {"retrievers": {}}, failures)
     z = zscores_mod.zscores(results, pd.DataFrame(columns=["dataset", "system", "measure", "se"]), {"bm25": "BM25"})
     table = reports.paper_table(grid, z, "A.5")
     header = table.columns

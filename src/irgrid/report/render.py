@@ -1,0 +1,110 @@
+"""Tables as data (cells with a Δσ class) rendered to Markdown, LaTeX and HTML with the paper's colours."""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from irgrid.report import zscores as zscores_mod
+
+
+@dataclass
+class TableCell:
+    text: str
+    cls: str | None = None  # a Δσ class (analysis.CLASSES) colours the cell
+    bold: bool = False
+    muted: bool = False  # the paper's published rows
+
+
+@dataclass
+class Table:
+    stem: str
+    title: str
+    columns: list[str]
+    rows: list[list[TableCell]]
+    notes: list[str] = field(default_factory=list)
+
+
+MD_MARKS = {"within": "=", "above": "↑", "far-above": "⇈", "below": "↓", "far-below": "⇊", "new": "", "no-se": "?"}
+
+
+LEGEND = ("Colours (Table 2 of the paper): blue = within 2 SE of the published result (=), teal = 2–3 SE above (↑), "
+          "green = ≥ 3 SE above (⇈), purple = 2–3 SE below (↓), red = ≥ 3 SE below (⇊), black = new result. "
+          "grey (?) = published, but no per-query values to estimate an SE. SE: bootstrap standard error of our "
+          "result; an averaged column's SE is sqrt(Σ w² SE²) over its cells.")
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    if v is None or (isinstance(v, float) and (math.isnan(v))):
+        return "–"
+    if isinstance(v, float) and math.isinf(v):
+        return "∞" if v > 0 else "−∞"
+    if isinstance(v, (float, np.floating)):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def to_markdown(t: Table) -> str:
+    def cell(c: TableCell) -> str:
+        text = c.text + (f" {MD_MARKS[c.cls]}" if c.cls and MD_MARKS.get(c.cls) else "")
+        text = f"**{text}**" if c.bold else text
+        return f"_{text}_" if c.muted else text
+
+    lines = [f"### {t.title}", "", "| " + " | ".join(t.columns) + " |", "|" + "---|" * len(t.columns)]
+    lines += ["| " + " | ".join(cell(c).replace("|", "\\|") for c in row) + " |" for row in t.rows]
+    if not t.rows:
+        lines.append("| " + " | ".join(["–"] * len(t.columns)) + " |")
+    return "\n".join(lines + [""] + [f"{n}  " for n in t.notes]) + "\n"
+
+
+_TEX_ESCAPE = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+               "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "–": "--", "−": "$-$",
+               "Δ": r"$\Delta$", "σ": r"$\sigma$", "∞": r"$\infty$", "≥": r"$\geq$", "≤": r"$\leq$"}
+
+
+def tex_escape(text: str) -> str:
+    return "".join(_TEX_ESCAPE.get(ch, ch) for ch in text)
+
+
+def to_latex(t: Table) -> str:
+    def cell(c: TableCell) -> str:
+        text = tex_escape(c.text)
+        if c.cls and c.cls != "new":
+            r, g, b = zscores_mod.CLASS_COLOURS[c.cls][1]
+            text = rf"\textcolor[rgb]{{{r:.4f},{g:.4f},{b:.4f}}}{{{text}}}"
+        text = rf"\textbf{{{text}}}" if c.bold else text
+        return rf"\textit{{{text}}}" if c.muted else text
+
+    spec = "l" + "r" * (len(t.columns) - 1)
+    lines = [r"\begin{table}[ht]", r"\centering", rf"\caption{{{tex_escape(t.title)}}}", r"\small",
+             rf"\begin{{tabular}}{{{spec}}}", r"\toprule", " & ".join(tex_escape(c) for c in t.columns) + r" \\",
+             r"\midrule"]
+    lines += [" & ".join(cell(c) for c in row) + r" \\" for row in t.rows]
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    lines += [rf"\par\smallskip\footnotesize {tex_escape(n)}" for n in t.notes]
+    return "\n".join(lines + [r"\end{table}"]) + "\n"
+
+
+def to_html(t: Table) -> str:
+    def cell(c: TableCell) -> str:
+        style = []
+        if c.cls and c.cls != "new":
+            r, g, b = zscores_mod.CLASS_COLOURS[c.cls][1]
+            style.append(f"color: rgb({round(255 * r)}, {round(255 * g)}, {round(255 * b)})")
+        if c.bold:
+            style.append("font-weight: bold")
+        if c.muted:
+            style.append("font-style: italic; color: #666")
+        attr = f' style="{"; ".join(style)}"' if style else ""
+        title = f' title="{html.escape(c.cls)}"' if c.cls else ""
+        return f"<td{attr}{title}>{html.escape(c.text)}</td>"
+
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in t.columns)
+    body = "\n".join("<tr>" + "".join(cell(c) for c in row) + "</tr>" for row in t.rows)
+    notes = "".join(f"<p class=\"note\">{html.escape(n)}</p>" for n in t.notes)
+    return (f"<h3 id=\"{t.stem}\">{html.escape(t.title)}</h3>\n<table>\n<thead><tr>{head}</tr></thead>\n"
+            f"<tbody>\n{body}\n</tbody>\n</table>\n{notes}\n")

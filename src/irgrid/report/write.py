@@ -1,0 +1,84 @@
+"""`irgrid report OUT`: the paper's tables and figures regenerated from a stored grid only, written under
+OUT/report (analysis CSVs, each table alone and together in Markdown, LaTeX and HTML, figures)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from pathlib import Path
+
+from irgrid.core.files import write_text_atomic
+from irgrid.report import failures
+from irgrid.report import stats as stats_mod
+from irgrid.report.analyses import Analyses, analyse
+from irgrid.report.figures import figure1, jaccard_figure
+from irgrid.report.render import Table, tex_escape, to_html, to_latex, to_markdown
+from irgrid.report.stored import Grid, load, slug
+from irgrid.report.tables import build_tables, jaccard_square
+
+
+def write_report(out: str | Path, to: str | Path | None = None, n_resamples: int = stats_mod.BOOTSTRAP_B,
+                 seed: int = stats_mod.BOOTSTRAP_SEED, fraction: float = 0.1, reference: str | Path | None = None) -> list[Path]:
+    """Analyse the grid stored in `out` and write every table and figure under `to` (default OUT/report)."""
+    grid = load(out)
+    to = Path(to) if to is not None else grid.out / "report"
+    to.mkdir(parents=True, exist_ok=True)
+    a = analyse(grid, n_resamples=n_resamples, seed=seed, fraction=fraction, reference=reference)
+    written: list[Path] = []
+    for name, frame in a.frames().items():
+        path = to / f"{name}.csv"
+        write_text_atomic(path, frame.to_csv(index=False))
+        written.append(path)
+    path = to / "fusion_pipelines.yaml"  # the suggestions as experiment items (irgrid.runner.expressions)
+    write_text_atomic(path, failures.fusion_pipelines_yaml(a.fusion_suggestions, a.fusion_rrf, a.params["rrf_k"]))
+    written.append(path)
+    tables = build_tables(grid, a, reference)
+    for t in tables:
+        for ext, render in (("md", to_markdown), ("tex", to_latex), ("html", to_html)):
+            path = to / f"{t.stem}.{ext}"
+            write_text_atomic(path, render(t))
+            written.append(path)
+    figures = []
+    if (grid.results["measure"] == "ms/query").any():
+        figures.append(figure1(grid, to / "figure1.png"))
+    for dataset in grid.datasets:
+        if dataset in a.params["skipped"]:
+            continue
+        m = jaccard_square(a, grid, dataset)
+        figures.append(jaccard_figure(m, f"Hard-query overlap (worst {fraction:.0%})\n{dataset}",
+                                      to / f"jaccard-{slug(dataset)}.png"))
+    written += figures
+    written += _write_documents(grid, a, tables, figures, to)
+    return written
+
+
+def _write_documents(grid: Grid, a: Analyses, tables: Sequence[Table], figures: Sequence[Path], to: Path) -> list[Path]:
+    name = grid.manifest.get("experiment", grid.out.name)
+    params = (f"bootstrap B = {a.params['B']}, seed = {a.params['seed']}; hard queries: worst {a.params['fraction']:.0%}"
+              f" with failure rank capped at {a.params['depth'] + 1}; RRF k = {a.params['rrf_k']}")
+    skipped = a.params.get("skipped") or []
+    note = (f"Skipped (no stored runs in {grid.out / 'runs'}): failure points, hard queries, Jaccard and fusion "
+            f"for {', '.join(skipped)}." if skipped else "")
+    md = [f"# {name}: report", "", f"From `{grid.out}` ({params}).", ""] + ([note, ""] if note else [])
+    md += [to_markdown(t) for t in tables]
+    md += [f"![{p.stem}]({p.name})\n" for p in figures]
+    tex = [r"\documentclass{article}", r"\usepackage[margin=2cm]{geometry}", r"\usepackage{booktabs}",
+           r"\usepackage[table]{xcolor}", r"\usepackage{graphicx}", r"\begin{document}",
+           rf"\section*{{{tex_escape(name)}: report}}", tex_escape(params)] + ([tex_escape(note)] if note else [])
+    tex += [to_latex(t) for t in tables]
+    tex += [rf"\begin{{figure}}[ht]\centering\includegraphics[width=\linewidth]{{{p.name}}}\end{{figure}}"
+            for p in figures]
+    tex.append(r"\end{document}")
+    style = ("body{font-family:sans-serif;max-width:1200px;margin:2em auto}table{border-collapse:collapse;"
+             "margin-bottom:.5em}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
+             "td:first-child,th:first-child{text-align:left}.note{font-size:small;color:#444}img{max-width:100%}")
+    body = [f"<h1>{html.escape(name)}: report</h1>", f"<p>{html.escape(params)}</p>"]
+    body += [f"<p class=\"note\">{html.escape(note)}</p>"] if note else []
+    body += [to_html(t) for t in tables]
+    body += [f'<figure><img src="{p.name}" alt="{p.stem}"><figcaption>{p.stem}</figcaption></figure>' for p in figures]
+    doc = (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(name)}</title>"
+           f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+    paths = [to / "report.md", to / "report.tex", to / "report.html"]
+    for path, text in zip(paths, ("\n".join(md), "\n".join(tex) + "\n", doc)):
+        write_text_atomic(path, text)
+    return paths
