@@ -252,6 +252,45 @@ def agreement(frame: pd.DataFrame, pred: str = "coverage", human: str = "human_c
     return out
 
 
+def _consistent(values: np.ndarray, n_kp: np.ndarray) -> np.ndarray:
+    """Whether each coverage value (%) is a multiple of 100/n for its key-point count n (0 and 100 always are)."""
+    k = values * n_kp / 100.0
+    return (np.abs(k - np.round(k)) < 0.06) | np.isin(np.round(values, 2), [0.0, 100.0])
+
+
+def label_alignment(values: np.ndarray, n_kp: np.ndarray, model: np.ndarray, setting: np.ndarray,
+                    permutations: int = 20, seed: int = 0) -> dict[str, float]:
+    """Are the released human labels attached to the right answers? A label other than 0 and 100 must be a
+    multiple of 100/n for its own item's key-point count n. Returns that share as released, the same share after
+    shuffling labels within each reader x setting file (what misattached labels give), and the share of all
+    labels that some one-to-one assignment to the file's own items makes consistent (1.0 when a file's labels
+    are valid coverages of its items, only written to the wrong rows)."""
+    from scipy.optimize import linear_sum_assignment
+
+    trivial = np.isin(np.round(values, 2), [0.0, 100.0])
+
+    def share(v: np.ndarray) -> float:
+        return float(_consistent(v, n_kp)[~trivial].mean())
+
+    rng = np.random.default_rng(seed)
+    cells = pd.Series(list(zip(model, setting)))
+    files = list(cells.groupby(cells).indices.values())
+    shuffled = []
+    for _ in range(permutations):
+        v = values.copy()
+        for idx in files:
+            v[idx] = rng.permutation(v[idx])
+        shuffled.append(share(v))
+    matched = 0.0
+    for idx in files:
+        fits = _consistent(values[idx][:, None], n_kp[idx][None, :]).astype(float)
+        rows, cols = linear_sum_assignment(-fits)
+        matched += fits[rows, cols].sum()
+    return {"labels_consistent_with_keypoint_count": share(values),
+            "labels_consistent_if_shuffled_within_file": float(np.mean(shuffled)),
+            "labels_consistent_after_best_reassignment_within_file": float(matched / len(values))}
+
+
 OBJECTIVES = ("answer_pearson", "answer_spearman", "answer_mae", "cell_kendall_tau", "cell_pearson", "cell_mae")
 
 
@@ -385,8 +424,6 @@ def validate(human_path: str | Path, out: str | Path | None = None, *, scorers: 
     """Every judge against the human-verified coverage: threshold sweeps, leave-one-reader-out CV per objective
     and the label-alignment check. `questions` restricts to a fixed-seed sample of the 200 questions (cell-level
     figures then compare with the full file's human means)."""
-    from irgrid.qa.replay import label_alignment
-
     h = pd.read_json(human_path, lines=True).rename(columns={"answer_coverage": "human_coverage"})
     human_cells = h.groupby(["model", "setting"])["human_coverage"].mean()
     keep = question_sample(h["question"], questions, seed)

@@ -39,7 +39,7 @@ import pandas as pd
 
 from irgrid import settings
 from irgrid._util import config_hash, write_text_atomic
-from irgrid.qa import data, judges, measures
+from irgrid.qa import data, judges, measures, tables
 from irgrid.qa.readers import clean_open_answer, parse_letter
 
 log = logging.getLogger("irgrid")
@@ -323,37 +323,18 @@ def measure_columns(scored: pd.DataFrame) -> list[str]:
 
 
 def summarize(scored: pd.DataFrame, samples: int = 1000, seed: int = 0) -> pd.DataFrame:
-    rows = []
-    for m in measure_columns(scored):
-        s = measures.summarize(scored.dropna(subset=[m]), m, ["model", "setting"], samples, seed)
-        s.insert(0, "task", scored["task"].iloc[0])
-        s.insert(3, "measure", m)
-        rows.append(s)
-    return pd.concat(rows, ignore_index=True)
+    return tables.summary(scored, str(scored["task"].iloc[0]), measure_columns(scored), ["model", "setting"],
+                          samples, seed)
+
+
+PAIRS = (("base", "golden"), ("base", "mix"), ("golden", "mix"))
 
 
 def paired_tests(scored: pd.DataFrame, test: str = "t", correction: str | None = "holm") -> pd.DataFrame:
     """Golden vs Base and Mix vs Golden and Mix vs Base per reader and measure (exact McNemar for accuracy),
     corrected over the three pairs of each family, as for live readers."""
-    pairs = [("base", "golden"), ("base", "mix"), ("golden", "mix")]
-    out = []
-    for m in [c for c in measure_columns(scored) if c not in ("authors_correct", "authors_coverage")]:
-        for model, g in scored.groupby("model", sort=False):
-            block = g.drop_duplicates(["qid", "setting"]).pivot(index="qid", columns="setting", values=m)
-            rows, ps = [], []
-            for a, b in pairs:
-                if a not in block or b not in block:
-                    continue
-                pair = block[[a, b]].dropna()
-                p = measures.paired_p(pair[a].to_numpy(), pair[b].to_numpy(), test, binary=(m == "accuracy"))
-                ps.append(p)
-                rows.append({"task": scored["task"].iloc[0], "model": model, "measure": m, "setting_a": a,
-                             "setting_b": b, "mean_a": float(pair[a].mean()), "mean_b": float(pair[b].mean()),
-                             "n": int(len(pair)), "test": "mcnemar-exact" if m == "accuracy" else test,
-                             "p_value": p})
-            for row, pc in zip(rows, measures.correct(ps, correction)):
-                out.append({**row, "p_value_corrected": pc, "correction": correction})
-    return pd.DataFrame(out)
+    columns = [c for c in measure_columns(scored) if c not in ("authors_correct", "authors_coverage")]
+    return tables.paired_tests(scored, str(scored["task"].iloc[0]), columns, "model", PAIRS, test, correction)
 
 
 def mcq_differences(scored: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
@@ -376,31 +357,9 @@ def human_agreement(scored: pd.DataFrame) -> dict[str, Any]:
               for _, g in df.groupby(["model", "setting"]) if g["coverage"].nunique() > 1]
     out["within_cell_spearman_mean"] = float(np.nanmean(within)) if within else float("nan")
     n_kp = df["keypoint_scores"].map(lambda s: len(json.loads(s))).to_numpy()
-    out.update(label_alignment(df["human_coverage"].to_numpy(float), n_kp, df["model"].to_numpy(),
+    out.update(judges.label_alignment(df["human_coverage"].to_numpy(float), n_kp, df["model"].to_numpy(),
                                df["setting"].to_numpy()))
     return out
-
-
-def label_alignment(values: np.ndarray, n_kp: np.ndarray, model: np.ndarray, setting: np.ndarray,
-                    permutations: int = 20, seed: int = 0) -> dict[str, float]:
-    """Share of coverage labels (other than 0 and 100) that are a multiple of 100/n for their own item's key
-    point count n, against the same share after shuffling labels within each reader x setting file. Aligned
-    labels give 1.0; labels written to the wrong answers give the shuffled share."""
-    def share(v: np.ndarray) -> float:
-        k = v * n_kp / 100.0
-        nt = ~np.isin(np.round(v, 2), [0.0, 100.0])
-        return float((np.abs(k - np.round(k)) < 0.06)[nt].mean())
-
-    rng = np.random.default_rng(seed)
-    cells = pd.Series(list(zip(model, setting)))
-    shuffled = []
-    for _ in range(permutations):
-        v = values.copy()
-        for idx in cells.groupby(cells).indices.values():
-            v[idx] = rng.permutation(v[idx])
-        shuffled.append(share(v))
-    return {"labels_consistent_with_keypoint_count": share(values),
-            "labels_consistent_if_shuffled_within_file": float(np.mean(shuffled))}
 
 
 # -- the command --------------------------------------------------------------------------------------------------
@@ -453,22 +412,16 @@ def run(path: str | Path, out: str | Path | None = None, *, models: list[str] | 
     agreement = (human_agreement(scored) if task == "oe" and "human_coverage" in scored else None)
     answers = scored.drop(columns=[c for c in ("unparseable",) if c in scored])
     if out is not None:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(out / "answers.csv", answers.to_csv(index=False))
-        write_text_atomic(out / "results.csv", results.to_csv(index=False))
-        write_text_atomic(out / "tests.csv", tests.to_csv(index=False))
-        if differences is not None:
-            write_text_atomic(out / "differences.csv", differences.to_csv(index=False))
-        if agreement is not None:
-            judges.write_json(out / "agreement.json", agreement)
-        write_text_atomic(out / "results.md", markdown(results, info, agreement, differences, str(path)))
         manifest = {"source": str(path), "task": task, "models": sorted(scored["model"].unique()),
                     "sample": sample, "seed": seed, "answers": int(len(scored)), "scorers": info,
                     "bootstrap": b, "test": test, "correction": correction, "git": git_sha(),
                     "packages": package_versions(), "cache": str(settings.cache_root()),
                     "cells": cells, "wall_s": round(time.perf_counter() - start, 1)}
-        write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=2, default=str))
+        files = {"answers": answers, "results": results, "tests": tests}
+        if differences is not None:
+            files["differences"] = differences
+        tables.write(out, files, markdown(results, info, agreement, differences, str(path)), manifest,
+                     {"agreement": agreement} if agreement is not None else None)
     log.info("replay %s: %d cell parts computed, %d from the cache, %.1f s", path, cells["computed"],
              cells["cached"], time.perf_counter() - start)
     return {"answers": answers, "results": results, "tests": tests, "differences": differences,
