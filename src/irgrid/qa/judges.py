@@ -265,12 +265,11 @@ def label_alignment(values: np.ndarray, n_kp: np.ndarray, model: np.ndarray, set
     shuffling labels within each reader x setting file (what misattached labels give), and the share of all
     labels that some one-to-one assignment to the file's own items makes consistent (1.0 when a file's labels
     are valid coverages of its items, only written to the wrong rows)."""
+    from scipy import stats
     from scipy.optimize import linear_sum_assignment
 
-    trivial = np.isin(np.round(values, 2), [0.0, 100.0])
-
     def share(v: np.ndarray) -> float:
-        return float(_consistent(v, n_kp)[~trivial].mean())
+        return float(_consistent(v, n_kp)[~np.isin(np.round(v, 2), [0.0, 100.0])].mean())
 
     rng = np.random.default_rng(seed)
     cells = pd.Series(list(zip(model, setting)))
@@ -286,9 +285,14 @@ def label_alignment(values: np.ndarray, n_kp: np.ndarray, model: np.ndarray, set
         fits = _consistent(values[idx][:, None], n_kp[idx][None, :]).astype(float)
         rows, cols = linear_sum_assignment(-fits)
         matched += fits[rows, cols].sum()
+    # what per-answer agreement the between-file differences alone give: every answer predicted by its file's
+    # mean label (no judge can add within-file signal to labels that are not attached to their answers)
+    file_mean = pd.Series(values).groupby(cells).transform("mean").to_numpy()
     return {"labels_consistent_with_keypoint_count": share(values),
             "labels_consistent_if_shuffled_within_file": float(np.mean(shuffled)),
-            "labels_consistent_after_best_reassignment_within_file": float(matched / len(values))}
+            "labels_consistent_after_best_reassignment_within_file": float(matched / len(values)),
+            "answer_spearman_of_file_means": float(stats.spearmanr(file_mean, values).statistic),
+            "answer_pearson_of_file_means": float(stats.pearsonr(file_mean, values).statistic)}
 
 
 OBJECTIVES = ("answer_pearson", "answer_spearman", "answer_mae", "cell_kendall_tau", "cell_pearson", "cell_mae")
@@ -479,7 +483,11 @@ def validation_markdown(result: dict[str, Any]) -> str:
     al = result["alignment"]
     lines += ["", f"Label alignment: {al['labels_consistent_with_keypoint_count']:.3f} of the labels other than 0/100 "
               f"are multiples of 100/n for their item's n key points; "
-              f"{al['labels_consistent_if_shuffled_within_file']:.3f} after shuffling within each file."]
+              f"{al['labels_consistent_if_shuffled_within_file']:.3f} after shuffling within each file; "
+              f"{al['labels_consistent_after_best_reassignment_within_file']:.3f} of all labels after the best "
+              "reassignment within each file. Per-answer ceiling (every answer predicted by its file's mean label): "
+              f"Spearman {al['answer_spearman_of_file_means']:.3f}, "
+              f"Pearson {al['answer_pearson_of_file_means']:.3f}."]
     return "\n".join(lines) + "\n"
 
 
