@@ -115,7 +115,7 @@ def test_cross_validation_is_leave_one_reader_out():
 
 def _readme_row(label: str) -> list[str]:
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    rows = [line for line in readme.splitlines() if line.startswith(f"| {label} |")]
+    rows = [line.strip() for line in readme.splitlines() if line.strip().startswith(f"| {label} |")]
     assert len(rows) == 1, label
     return [c.strip() for c in rows[0].strip("|").split("|")]
 
