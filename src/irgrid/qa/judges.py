@@ -13,7 +13,7 @@ Scorers (ours: none of the reused libraries scores key-point recall):
   all-MiniLM-L6-v2 offline). Embeddings are cached on disk (`EmbeddingCache`), keyed by model and text.
 * `hybrid`: the mean of the two (paraphrases lift the embedding score, exact facts and numbers the lexical one).
 * `llm`: a yes/no judge model (`measures.JudgeCoverage`); needs a capable model, none ships offline (see
-  README: SmolLM2-135M is not one), so it is named, not measured.
+  README: SmolLM2-135M, the only offline one, answered "no" to every key point, positive controls included).
 
 Agreement with the human coverage (`agreement`): per answer Spearman, Pearson and MAE (percentage points);
 across reader x setting means Kendall tau-b and Pearson. The default judge and threshold are chosen by
