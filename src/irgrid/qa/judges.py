@@ -395,8 +395,8 @@ def parse_judge(text: str, model: str = "sentence-transformers/all-MiniLM-L6-v2"
         raise ValueError(f"judge units {units!r} unknown; use one of {UNITS}")
     scorer, _, threshold = text.partition("@")
     if scorer == "llm":
-        raise ValueError("the llm judge needs a capable judge model; none is available offline here (SmolLM2-135M "
-                         "answers yes/no at chance): use lexical, embedding or hybrid")
+        raise ValueError("the llm judge needs a capable judge model; none is available offline here (SmolLM2-135M, the only "
+                         "offline one, answers no to every key point): use lexical, embedding or hybrid")
     if scorer not in SCORERS:
         import difflib
 
