@@ -234,6 +234,23 @@ def test_whole_reader_second_run_is_cached(reader_sample, tmp_path, monkeypatch)
         pd.testing.assert_frame_equal(runs[task]["results"], again["results"])
 
 
+@pytest.mark.slow
+@pytest.mark.heavy
+def test_another_judge_rescores_only_coverage(reader_sample, tmp_path, monkeypatch):
+    original, groups = replay._score_oe, []
+
+    def only_coverage(g, group, *args, **kwargs):
+        groups.append(group)
+        assert group == "coverage", f"{group} was scored again for a new judge"
+        return original(g, group, *args, **kwargs)
+
+    monkeypatch.setattr(replay, "_score_oe", only_coverage)
+    r = replay.run(OE, tmp_path, models=["qwen-3-8b"], sample=8, bootstrap={"samples": 200},
+                   judge=judges.parse_judge("lexical@0.5/model_keypoint"))
+    assert groups == ["coverage"] * 3 and r["cells"] == {**r["cells"], "computed": 3, "cached": 6}
+    assert r["info"]["coverage_judge"]["threshold"] == 0.5
+
+
 def test_replay_reader_in_an_experiment(tmp_path):
     spec = runner.from_dict({"readers": [{"replay": "gpt-4o"}], "settings": ["base", "golden"],
                              "tasks": {"mcq": {"n": 6, "seed": 3}}, "collection": {"scope": "subset",
