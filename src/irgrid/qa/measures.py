@@ -36,9 +36,19 @@ def accuracy(pred: str | None, gold: str) -> float:
 
 @functools.cache
 def _rouge():
-    from rouge_score import rouge_scorer
+    """rouge_score's scorer with its own tokenizer, memoised per text: references recur in every reader and
+    setting, and Porter stemming is most of ROUGE-L's cost."""
+    from rouge_score import rouge_scorer, tokenizers
 
-    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    class _Memo(tokenizers.Tokenizer):
+        def __init__(self) -> None:
+            self.inner = tokenizers.DefaultTokenizer(use_stemmer=True)
+            self.memo = functools.lru_cache(maxsize=20_000)(self.inner.tokenize)
+
+        def tokenize(self, text: str) -> list[str]:
+            return self.memo(text)
+
+    return rouge_scorer.RougeScorer(["rougeL"], tokenizer=_Memo())
 
 
 def rouge_l(pred: str, ref: str) -> float:
@@ -58,10 +68,14 @@ def bleu4(pred: str, ref: str) -> float:
 
 
 class BERTScore:
-    """BERTScore-F1 with any local encoder folder (AutoModel); idf off, no rescaling."""
+    """BERTScore-F1 with any local encoder folder (AutoModel); idf off, no rescaling.
+
+    Cost is the encoder's forward passes, so texts are deduplicated, sorted by token length (little padding) and
+    batched; references' token embeddings are kept in memory (`remember`), since every reader and setting of
+    DisastQA is scored against the same 1,000 references."""
 
     def __init__(self, location: str, layer: int | None = None, max_length: int = 256, device: str | None = None,
-                 batch_size: int = 16):
+                 batch_size: int = 32, remember: int = 5000):
         import torch
         from transformers import AutoModel, AutoTokenizer
 
@@ -73,27 +87,38 @@ class BERTScore:
         self.layer = layer
         self.max_length = max_length
         self.batch_size = batch_size
+        self.remember = remember
+        self._memo: dict[str, Any] = {}
+        self.encoded = 0  # texts through the encoder (for timing logs and tests)
 
-    def _embed(self, texts: list[str]) -> list[Any]:
+    def _embed(self, texts: list[str], keep: bool = False) -> list[Any]:
         torch = self.torch
-        out = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = self.tokenizer(texts[start:start + self.batch_size], return_tensors="pt", padding=True,
-                                   truncation=True, max_length=self.max_length,
-                                   return_special_tokens_mask=True)
+        todo = [t for t in dict.fromkeys(texts) if t not in self._memo]
+        lengths = ([len(ids) for ids in self.tokenizer(todo, truncation=True, max_length=self.max_length)["input_ids"]]
+                   if todo else [])
+        todo = [t for _, t in sorted(zip(lengths, todo), key=lambda x: x[0])]
+        fresh: dict[str, Any] = {}
+        for start in range(0, len(todo), self.batch_size):
+            chunk = todo[start:start + self.batch_size]
+            batch = self.tokenizer(chunk, return_tensors="pt", padding=True, truncation=True,
+                                   max_length=self.max_length, return_special_tokens_mask=True)
             special = batch.pop("special_tokens_mask")
             batch = {k: v.to(self.device) for k, v in batch.items()}
-            with torch.no_grad():
-                hidden = self.model(**batch, output_hidden_states=True).hidden_states
-            states = hidden[-1 if self.layer is None else self.layer]
-            keep = batch["attention_mask"].bool() & ~special.to(self.device).bool()
-            for i in range(states.shape[0]):
-                vecs = states[i][keep[i]]
-                out.append(torch.nn.functional.normalize(vecs, dim=-1))
-        return out
+            with torch.inference_mode():
+                hidden = self.model(**batch, output_hidden_states=self.layer is not None)
+            states = hidden.last_hidden_state if self.layer is None else hidden.hidden_states[self.layer]
+            mask = batch["attention_mask"].bool() & ~special.to(self.device).bool()
+            for text, vecs, m in zip(chunk, states, mask):
+                fresh[text] = torch.nn.functional.normalize(vecs[m].float(), dim=-1)
+        self.encoded += len(todo)
+        if keep:
+            for text, v in fresh.items():
+                if len(self._memo) < self.remember:
+                    self._memo[text] = v
+        return [self._memo[t] if t in self._memo else fresh[t] for t in texts]
 
     def f1(self, preds: Sequence[str], refs: Sequence[str]) -> list[float]:
-        cands, gold = self._embed([p or "" for p in preds]), self._embed(list(refs))
+        cands, gold = self._embed([p or "" for p in preds]), self._embed([r or "" for r in refs], keep=True)
         scores = []
         for c, r in zip(cands, gold):
             if len(c) == 0 or len(r) == 0:

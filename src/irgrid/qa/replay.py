@@ -41,7 +41,7 @@ from irgrid.core import settings
 from irgrid.core.files import write_text_atomic
 from irgrid.core.hashing import config_hash
 from irgrid.data import disastqa as data
-from irgrid.qa import judges, measures
+from irgrid.qa import judges, measures, tables
 from irgrid.qa.readers import clean_open_answer, parse_letter
 
 log = logging.getLogger("irgrid")
@@ -50,7 +50,7 @@ SETTINGS = ("base", "golden", "mix")
 MCQ_COLUMNS = {"model", "setting", "item", "question", "correct_answer", "model_answer", "is_correct"}
 OE_COLUMNS = {"model", "setting", "item", "question", "model_answer"}
 OE_MEASURES = ("ROUGE-L", "BLEU-4", "BLEU-4-paper", "BERTScore-F1", "coverage")
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 BERTSCORE = {"paper": ("roberta-large", 17), "fallback": ("sentence-transformers/all-MiniLM-L6-v2", None)}
 
 
@@ -200,35 +200,66 @@ def _score_mcq(g: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _score_oe(g: pd.DataFrame, judge: judges.Judge, scorer: judges.KeypointScorer, bert,
+# Open-ended measures are cached in groups, so changing the judge never re-runs the BERTScore encoder.
+GROUPS = {"text": ("ROUGE-L", "BLEU-4", "BLEU-4-paper"), "bertscore": ("BERTScore-F1",), "coverage": ("coverage",)}
+
+
+def _score_oe(g: pd.DataFrame, group: str, judge: judges.Judge, scorer: judges.KeypointScorer, bert,
               wanted: tuple[str, ...] = OE_MEASURES) -> pd.DataFrame:
-    out = g[["model", "setting", "item", "qid", "task", "difficulty"]].copy()
+    """One measure group's columns for one (model, setting) cell, in the cell's row order."""
     preds = [clean_open_answer(a) if isinstance(a, str) else "" for a in g["model_answer"]]
     refs = list(g["reference"])
-    for name, fn in (("ROUGE-L", measures.rouge_l), ("BLEU-4", measures.bleu4), ("BLEU-4-paper", bleu4_paper)):
-        out[name] = [fn(p, r) for p, r in zip(preds, refs)] if name in wanted else np.nan
-    out["BERTScore-F1"] = bert.f1(preds, refs) if bert is not None and "BERTScore-F1" in wanted else np.nan
-    kps = [list(k) for k in g["key_points"]]
-    if judge.units == "model_keypoint":
-        if "model_keypoint" not in g:
-            raise ReplayError("judge units model_keypoint need the released `model_keypoint` field (open-ended "
-                              "answer files of disastqa-outputs)")
-        units = [list(k) if isinstance(k, (list, tuple, np.ndarray)) else [] for k in g["model_keypoint"]]
-        scores = scorer.score(units, kps, scorers=[judge.scorer])[judge.scorer]
+    out = pd.DataFrame(index=range(len(g)))
+    if group == "text":
+        for name, fn in (("ROUGE-L", measures.rouge_l), ("BLEU-4", measures.bleu4), ("BLEU-4-paper", bleu4_paper)):
+            out[name] = [fn(p, r) for p, r in zip(preds, refs)] if name in wanted else np.nan
+    elif group == "bertscore":
+        out["BERTScore-F1"] = bert.f1(preds, refs)
     else:
-        scores = scorer.score(preds, kps, scorers=[judge.scorer])[judge.scorer]
-    out["coverage"] = judges.coverage_pct(scores, judge.threshold)
-    out["keypoint_scores"] = [json.dumps([round(float(x), 4) for x in s]) for s in scores]
+        kps = [list(k) for k in g["key_points"]]
+        if judge.units == "model_keypoint":
+            if "model_keypoint" not in g:
+                raise ReplayError("judge units model_keypoint need the released `model_keypoint` field (open-ended "
+                                  "answer files of disastqa-outputs)")
+            units = [list(k) if isinstance(k, (list, tuple, np.ndarray)) else [] for k in g["model_keypoint"]]
+            scores = scorer.score(units, kps, scorers=[judge.scorer])[judge.scorer]
+        else:
+            scores = scorer.score(preds, kps, scorers=[judge.scorer])[judge.scorer]
+        out["coverage"] = judges.coverage_pct(scores, judge.threshold)
+        out["keypoint_scores"] = [json.dumps([round(float(x), 4) for x in s]) for s in scores]
+    return out
+
+
+def _oe_base(g: pd.DataFrame) -> pd.DataFrame:
+    out = g[["model", "setting", "item", "qid", "task", "difficulty"]].reset_index(drop=True)
     if "answer_coverage" in g:
         col = "human_coverage" if "golden_keypoint" in g else "authors_coverage"
         out[col] = pd.to_numeric(g["answer_coverage"], errors="coerce").to_numpy()
     return out
 
 
+def _cached(path: Path, compute, what: str, stats: dict[str, Any]) -> pd.DataFrame:
+    """A cell part from the cache, or computed, timed and stored (atomically) when absent."""
+    if path.exists():
+        log.info("replay %s: cached", what)
+        stats["cached"] += 1
+        return pd.read_json(path, orient="records", dtype={"qid": str, "model": str, "setting": str})
+    start = time.perf_counter()
+    part = compute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, part.to_json(orient="records"))
+    took = time.perf_counter() - start
+    stats["computed"] += 1
+    stats["seconds"][what] = round(took, 1)
+    log.info("replay %s: %d answers in %.1f s", what, len(part), took)
+    return part
+
+
 def score(frame: pd.DataFrame, judge: judges.Judge | None = None, bertscore: str = "paper",
           models_map: dict[str, str] | None = None, oe_measures: tuple[str, ...] = OE_MEASURES
           ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Per-answer scores of every (model, setting) cell, each cell cached by content and configuration."""
+    """Per-answer scores of every (model, setting) cell. Each cell is cached by its answers' content and, for
+    open-ended answers, per measure group (text overlap, BERTScore by encoder, coverage by judge)."""
     task = str(frame["task"].iloc[0])
     if judge is None:
         judge = judges.default_judge("model_keypoint" in frame)
@@ -239,38 +270,49 @@ def score(frame: pd.DataFrame, judge: judges.Judge | None = None, bertscore: str
         bertscore = "off"
     info: dict[str, Any] = {}
     bert_cfg = bertscore_encoder(bertscore, models_map) if task == "oe" else {"convention": "n/a"}
-    config = {"judge": judge.config(), "bertscore": {k: bert_cfg.get(k) for k in ("model", "layer")},
-              "measures": sorted(oe_measures)}
+    configs = {"text": {"measures": sorted(set(oe_measures) & set(GROUPS["text"]))},
+               "bertscore": {k: bert_cfg.get(k) for k in ("model", "layer")},
+               "coverage": {"judge": judge.config()}}
+    wanted = [g for g, ms in GROUPS.items() if set(ms) & set(oe_measures)
+              and (g != "bertscore" or bert_cfg.get("location"))]
     if task == "oe":
         info["coverage_judge"] = judge.config()
         info["bertscore"] = bert_cfg
     scorer = judges.KeypointScorer(judge.model or "sentence-transformers/all-MiniLM-L6-v2", settings.device())
-    bert = None
+    bert: list[Any] = []
+
+    def encoder():
+        if not bert:
+            layer = bert_cfg.get("layer")
+            bert.append(measures.BERTScore(bert_cfg["location"], layer=layer if isinstance(layer, int) else None,
+                                           device=settings.device()))
+        return bert[0]
+
+    root = settings.cache_root() / "qa" / "replay"
+    stats: dict[str, Any] = {"computed": 0, "cached": 0, "seconds": {}}
+    info["cells"] = stats
     parts = []
     for (model, setting), g in frame.groupby(["model", "setting"], sort=False):
-        key = _cell_key(task, g, config if task == "oe" else {})
-        path = settings.cache_root() / "qa" / "replay" / f"{key}.json"
-        if path.exists():
-            cell = pd.read_json(path, orient="records", dtype={"qid": str, "model": str, "setting": str})
-            log.info("replay %s / %s / %s: cached", model, setting, task)
-        else:
-            start = time.perf_counter()
-            if task == "mcq":
-                cell = _score_mcq(g)
-            else:
-                if bert is None and bert_cfg.get("location"):
-                    bert = measures.BERTScore(bert_cfg["location"], layer=bert_cfg.get("layer")
-                                              if isinstance(bert_cfg.get("layer"), int) else None,
-                                              device=settings.device())
-                cell = _score_oe(g, judge, scorer, bert, tuple(oe_measures))
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(path, cell.to_json(orient="records"))
-            log.info("replay %s / %s / %s: %d answers in %.1f s", model, setting, task, len(g),
-                     time.perf_counter() - start)
+        if task == "mcq":
+            path = root / f"{_cell_key(task, g, {})}.json"
+            parts.append(_cached(path, lambda g=g: _score_mcq(g), f"{model} / {setting} / mcq",
+                                 stats))
+            continue
+        cell = _oe_base(g)
+        for group in wanted:
+            path = root / f"{_cell_key(task, g, {'group': group, **configs[group]})}.json"
+            part = _cached(path, lambda g=g, group=group: _score_oe(
+                g, group, judge, scorer, encoder() if group == "bertscore" else None, tuple(oe_measures)),
+                f"{model} / {setting} / oe / {group}", stats)
+            cell = pd.concat([cell, part.reset_index(drop=True)], axis=1)
         parts.append(cell)
     out = pd.concat(parts, ignore_index=True)
-    if task == "oe" and bert_cfg.get("convention") != "off":
-        out["bertscore_encoder"] = bert_cfg["model"]
+    if task == "oe":
+        for m in OE_MEASURES:
+            if m not in out:
+                out[m] = np.nan
+        if bert_cfg.get("convention") != "off":
+            out["bertscore_encoder"] = bert_cfg["model"]
     return out, info
 
 
@@ -283,37 +325,18 @@ def measure_columns(scored: pd.DataFrame) -> list[str]:
 
 
 def summarize(scored: pd.DataFrame, samples: int = 1000, seed: int = 0) -> pd.DataFrame:
-    rows = []
-    for m in measure_columns(scored):
-        s = measures.summarize(scored.dropna(subset=[m]), m, ["model", "setting"], samples, seed)
-        s.insert(0, "task", scored["task"].iloc[0])
-        s.insert(3, "measure", m)
-        rows.append(s)
-    return pd.concat(rows, ignore_index=True)
+    return tables.summary(scored, str(scored["task"].iloc[0]), measure_columns(scored), ["model", "setting"],
+                          samples, seed)
+
+
+PAIRS = (("base", "golden"), ("base", "mix"), ("golden", "mix"))
 
 
 def paired_tests(scored: pd.DataFrame, test: str = "t", correction: str | None = "holm") -> pd.DataFrame:
     """Golden vs Base and Mix vs Golden and Mix vs Base per reader and measure (exact McNemar for accuracy),
     corrected over the three pairs of each family, as for live readers."""
-    pairs = [("base", "golden"), ("base", "mix"), ("golden", "mix")]
-    out = []
-    for m in [c for c in measure_columns(scored) if c not in ("authors_correct", "authors_coverage")]:
-        for model, g in scored.groupby("model", sort=False):
-            block = g.drop_duplicates(["qid", "setting"]).pivot(index="qid", columns="setting", values=m)
-            rows, ps = [], []
-            for a, b in pairs:
-                if a not in block or b not in block:
-                    continue
-                pair = block[[a, b]].dropna()
-                p = measures.paired_p(pair[a].to_numpy(), pair[b].to_numpy(), test, binary=(m == "accuracy"))
-                ps.append(p)
-                rows.append({"task": scored["task"].iloc[0], "model": model, "measure": m, "setting_a": a,
-                             "setting_b": b, "mean_a": float(pair[a].mean()), "mean_b": float(pair[b].mean()),
-                             "n": int(len(pair)), "test": "mcnemar-exact" if m == "accuracy" else test,
-                             "p_value": p})
-            for row, pc in zip(rows, measures.correct(ps, correction)):
-                out.append({**row, "p_value_corrected": pc, "correction": correction})
-    return pd.DataFrame(out)
+    columns = [c for c in measure_columns(scored) if c not in ("authors_correct", "authors_coverage")]
+    return tables.paired_tests(scored, str(scored["task"].iloc[0]), columns, "model", PAIRS, test, correction)
 
 
 def mcq_differences(scored: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
@@ -336,31 +359,9 @@ def human_agreement(scored: pd.DataFrame) -> dict[str, Any]:
               for _, g in df.groupby(["model", "setting"]) if g["coverage"].nunique() > 1]
     out["within_cell_spearman_mean"] = float(np.nanmean(within)) if within else float("nan")
     n_kp = df["keypoint_scores"].map(lambda s: len(json.loads(s))).to_numpy()
-    out.update(label_alignment(df["human_coverage"].to_numpy(float), n_kp, df["model"].to_numpy(),
+    out.update(judges.label_alignment(df["human_coverage"].to_numpy(float), n_kp, df["model"].to_numpy(),
                                df["setting"].to_numpy()))
     return out
-
-
-def label_alignment(values: np.ndarray, n_kp: np.ndarray, model: np.ndarray, setting: np.ndarray,
-                    permutations: int = 20, seed: int = 0) -> dict[str, float]:
-    """Share of coverage labels (other than 0 and 100) that are a multiple of 100/n for their own item's key
-    point count n, against the same share after shuffling labels within each reader x setting file. Aligned
-    labels give 1.0; labels written to the wrong answers give the shuffled share."""
-    def share(v: np.ndarray) -> float:
-        k = v * n_kp / 100.0
-        nt = ~np.isin(np.round(v, 2), [0.0, 100.0])
-        return float((np.abs(k - np.round(k)) < 0.06)[nt].mean())
-
-    rng = np.random.default_rng(seed)
-    cells = pd.Series(list(zip(model, setting)))
-    shuffled = []
-    for _ in range(permutations):
-        v = values.copy()
-        for idx in cells.groupby(cells).indices.values():
-            v[idx] = rng.permutation(v[idx])
-        shuffled.append(share(v))
-    return {"labels_consistent_with_keypoint_count": share(values),
-            "labels_consistent_if_shuffled_within_file": float(np.mean(shuffled))}
 
 
 # -- the command --------------------------------------------------------------------------------------------------
@@ -402,8 +403,10 @@ def run(path: str | Path, out: str | Path | None = None, *, models: list[str] | 
     from irgrid.runner.outputs import git_sha, package_versions
 
     b = {"samples": 1000, "seed": 0, **(bootstrap or {})}
+    start = time.perf_counter()
     frame = load(path, models, sample, seed)
     scored, info = score(frame, judge, bertscore, oe_measures=tuple(oe_measures))
+    cells = info.pop("cells")
     results = summarize(scored, b["samples"], b["seed"])
     tests = paired_tests(scored, test, correction)
     task = scored["task"].iloc[0]
@@ -411,23 +414,20 @@ def run(path: str | Path, out: str | Path | None = None, *, models: list[str] | 
     agreement = (human_agreement(scored) if task == "oe" and "human_coverage" in scored else None)
     answers = scored.drop(columns=[c for c in ("unparseable",) if c in scored])
     if out is not None:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(out / "answers.csv", answers.to_csv(index=False))
-        write_text_atomic(out / "results.csv", results.to_csv(index=False))
-        write_text_atomic(out / "tests.csv", tests.to_csv(index=False))
-        if differences is not None:
-            write_text_atomic(out / "differences.csv", differences.to_csv(index=False))
-        if agreement is not None:
-            judges.write_json(out / "agreement.json", agreement)
-        write_text_atomic(out / "results.md", markdown(results, info, agreement, differences, str(path)))
         manifest = {"source": str(path), "task": task, "models": sorted(scored["model"].unique()),
                     "sample": sample, "seed": seed, "answers": int(len(scored)), "scorers": info,
                     "bootstrap": b, "test": test, "correction": correction, "git": git_sha(),
-                    "packages": package_versions(), "cache": str(settings.cache_root())}
-        write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=2, default=str))
+                    "packages": package_versions(), "cache": str(settings.cache_root()),
+                    "cells": cells, "wall_s": round(time.perf_counter() - start, 1)}
+        files = {"answers": answers, "results": results, "tests": tests}
+        if differences is not None:
+            files["differences"] = differences
+        tables.write(out, files, markdown(results, info, agreement, differences, str(path)), manifest,
+                     {"agreement": agreement} if agreement is not None else None)
+    log.info("replay %s: %d cell parts computed, %d from the cache, %.1f s", path, cells["computed"],
+             cells["cached"], time.perf_counter() - start)
     return {"answers": answers, "results": results, "tests": tests, "differences": differences,
-            "agreement": agreement, "info": info}
+            "agreement": agreement, "info": info, "cells": cells}
 
 
 # -- the replay reader in QA experiment files ----------------------------------------------------------------------

@@ -31,7 +31,7 @@ from irgrid.core.files import write_text_atomic
 from irgrid.core.hashing import config_hash
 from irgrid.data import disastqa as data
 from irgrid.data import disastqa_ir as collection
-from irgrid.qa import evidence, measures, prompts, readers
+from irgrid.qa import evidence, measures, prompts, readers, tables
 from irgrid.qa.evidence import Setting
 
 log = logging.getLogger("irgrid")
@@ -372,50 +372,26 @@ def _measure_columns(task: str, spec: QASpec) -> list[str]:
 
 def aggregate(spec: QASpec, scored: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     b = spec.bootstrap
+    names = [s.name for s in spec.settings]
+    pairs = ([(spec.baseline, s) for s in names if s != spec.baseline] if spec.baseline
+             else [(x, y) for i, x in enumerate(names) for y in names[i + 1:]])
     rows, breakdown, tests = [], [], []
     for task in scored["task"].unique():
         df = scored[scored.task == task]
-        for m in _measure_columns(task, spec):
-            s = measures.summarize(df, m, ["reader", "setting"], b["samples"], b["seed"])
-            s.insert(0, "task", task)
-            s.insert(3, "measure", m)
-            if task == "mcq":
-                s["unparseable"] = [int(df[(df.reader == r) & (df.setting == st)]["unparseable"].sum())
-                                    for r, st in zip(s["reader"], s["setting"])]
-            rows.append(s)
-            group = "difficulty" if task == "oe" else "answer"
-            bd = measures.summarize(df, m, ["reader", "setting", group], b["samples"], b["seed"])
-            bd = bd.rename(columns={group: "group_value"})
-            bd.insert(0, "task", task)
-            bd.insert(3, "measure", m)
-            bd.insert(4, "group", group)
-            breakdown.append(bd)
-            tests.extend(_tests(spec, task, df, m))
-    return pd.concat(rows, ignore_index=True), pd.concat(breakdown, ignore_index=True), pd.DataFrame(tests)
-
-
-def _tests(spec: QASpec, task: str, df: pd.DataFrame, m: str) -> list[dict[str, Any]]:
-    names = [s.name for s in spec.settings]
-    pairs = ([(spec.baseline, s) for s in names if s != spec.baseline] if spec.baseline
-             else [(a, b) for i, a in enumerate(names) for b in names[i + 1:]])
-    out = []
-    for reader in df["reader"].unique():
-        block = df[df.reader == reader].pivot_table(index="qid", columns="setting", values=m, aggfunc="first")
-        ps, rows = [], []
-        for a, b in pairs:
-            if a not in block or b not in block:
-                continue
-            pair = block[[a, b]].dropna()
-            p = measures.paired_p(pair[a].to_numpy(), pair[b].to_numpy(), spec.test, binary=(m == "accuracy"))
-            ps.append(p)
-            rows.append({"task": task, "reader": reader, "measure": m, "setting_a": a, "setting_b": b,
-                         "mean_a": float(pair[a].mean()), "mean_b": float(pair[b].mean()), "n": int(len(pair)),
-                         "test": "mcnemar-exact" if m == "accuracy" else spec.test, "p_value": p})
-        for row, pc in zip(rows, measures.correct(ps, spec.correction)):
-            row["p_value_corrected"] = pc
-            row["correction"] = spec.correction
-            out.append(row)
-    return out
+        columns = _measure_columns(task, spec)
+        s = tables.summary(df, task, columns, ["reader", "setting"], b["samples"], b["seed"])
+        if task == "mcq":
+            s["unparseable"] = [int(df[(df.reader == r) & (df.setting == st)]["unparseable"].sum())
+                                for r, st in zip(s["reader"], s["setting"])]
+        rows.append(s)
+        group = "difficulty" if task == "oe" else "answer"
+        bd = tables.summary(df, task, columns, ["reader", "setting", group], b["samples"], b["seed"])
+        bd = bd.rename(columns={group: "group_value"}).assign(group=group)
+        bd = bd[["task", "reader", "setting", "measure", "group", "group_value", "value", "ci_low", "ci_high", "n"]]
+        breakdown.append(bd)
+        tests.append(tables.paired_tests(df, task, columns, "reader", pairs, spec.test, spec.correction))
+    return (pd.concat(rows, ignore_index=True), pd.concat(breakdown, ignore_index=True),
+            pd.concat(tests, ignore_index=True))
 
 
 def retrieval_quality(spec: QASpec, items: dict[str, pd.DataFrame], dataset, store) -> pd.DataFrame:
@@ -493,15 +469,7 @@ def run(spec: QASpec | str | Path, out: str | Path | None = None, store=None) ->
     results, breakdown, tests = aggregate(spec, scored)
     retrieval = retrieval_quality(spec, items, dataset, store)
     if out is not None:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(out / "results.csv", results.to_csv(index=False))
-        write_text_atomic(out / "breakdown.csv", breakdown.to_csv(index=False))
-        write_text_atomic(out / "tests.csv", tests.to_csv(index=False))
-        write_text_atomic(out / "retrieval.csv", retrieval.to_csv(index=False))
         item_cols = [c for c in scored.columns if c not in ("key_points", "reference")]
-        write_text_atomic(out / "items.csv", scored[item_cols].to_csv(index=False))
-        write_text_atomic(out / "results.md", markdown(spec, results, retrieval, info, dataset))
         packages = package_versions()
         from importlib import metadata
 
@@ -519,5 +487,7 @@ def run(spec: QASpec | str | Path, out: str | Path | None = None, store=None) ->
             "scorers": info, "cells": sorted(set(scored["cell_key"])), "cache": str(settings.cache_root()),
             "data": str(data.data_dir()),
         }
-        write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=2, default=str))
+        tables.write(out, {"results": results, "breakdown": breakdown, "tests": tests, "retrieval": retrieval,
+                           "items": scored[item_cols]},
+                     markdown(spec, results, retrieval, info, dataset), manifest)
     return results
