@@ -143,6 +143,9 @@ class Retriever:
     profile: str | None = None  # the profile applied (not part of the key: the settings it changed are)
     # option name -> (type, min, max) beyond `OPTION_TYPES` (not part of the key: it validates, never changes runs)
     option_types: Mapping[str, tuple[type, float | None, float | None]] = field(default_factory=dict)
+    # every checkpoint is its tiny stand-in (`with_tiny_models`); kept so that re-derived variants stay tiny
+    # (not part of the key: the checkpoints' own configurations are)
+    tiny_models: bool = False
 
     def __post_init__(self) -> None:
         if not self.name or set(self.name) - _NAME_CHARS or self.name[0] in "-.":
@@ -182,6 +185,8 @@ class Retriever:
             rebuilt = self.derive({**self.options, **{k: options[k] for k in self.derive_options if k in options}})
             # a re-derived entry keeps this entry's profiles (unless it has its own) and the one applied
             rebuilt = dataclasses.replace(rebuilt, profiles=rebuilt.profiles or self.profiles, profile=self.profile)
+            if self.tiny_models:  # derived from registered (real) entries: the stand-ins follow this entry
+                rebuilt = rebuilt.with_tiny_models()
             rest = {k: v for k, v in options.items() if k not in self.derive_options}
             return rebuilt.with_options(name=name or self.name, **rest)
         roles = set(self.all_models())
@@ -205,6 +210,23 @@ class Retriever:
                                         models={k: swaps.get(k, v) for k, v in index.models.items()})
             entry = dataclasses.replace(entry, index=index)
         return entry
+
+    def with_tiny_models(self) -> Retriever:
+        """This entry with every checkpoint that declares its architecture replaced by its tiny random-weight
+        stand-in (`ModelRef.as_tiny`): other keys, so tiny indexes and runs never mix with real ones."""
+        if self.tiny_models:
+            return self
+
+        def tiny(models: Mapping[str, ModelRef]) -> dict[str, ModelRef]:
+            return {k: v.as_tiny() for k, v in models.items()}
+
+        index = self.index
+        if index is not None:
+            stage = index.stage
+            if stage is not None:
+                stage = dataclasses.replace(stage, models=tiny(stage.models))
+            index = dataclasses.replace(index, stage=stage, models=tiny(index.models))
+        return dataclasses.replace(self, index=index, models=tiny(self.models), tiny_models=True)
 
     def with_profile(self, profile: str, name: str | None = None) -> Retriever:
         """This entry under a named profile ('paper' or 'card'): its settings applied as options, so the cache
@@ -280,5 +302,10 @@ def register(entry: Retriever) -> Retriever:
     return RETRIEVERS.register(entry.name, entry)
 
 
-def get(name: str) -> Retriever:
-    return RETRIEVERS.get(name)
+def get(name: str, tiny: bool | None = None) -> Retriever:
+    """A registered entry; with `tiny` (default: tiny-model mode, `irgrid.core.settings.tiny_models()`, read
+    here and nowhere else) its checkpoints are tiny stand-ins, which its keys then say."""
+    from irgrid.core import settings
+
+    entry = RETRIEVERS.get(name)
+    return entry.with_tiny_models() if (settings.tiny_models() if tiny is None else tiny) else entry
