@@ -227,16 +227,15 @@ def hyde_query(index, ctx: QueryContext):
             >> ExactRetriever(index, num_results=int(ctx.options["num_results"]), device=ctx.device))
 
 
-class _HydeEncodeBase:
-    """HyDE's query vector: the mean of the query's embedding and the hypothetical document's (document side)."""
-
-
 def _hyde_encode_cls():
     import numpy as np
     import pandas as pd
     import pyterrier as pt
 
-    class HydeEncode(pt.Transformer, _HydeEncodeBase):
+    class HydeEncode(pt.Transformer):
+        """HyDE's query vector: the mean of the query's embedding and the hypothetical document's (document
+        side)."""
+
         def __init__(self, q_engine, d_engine):
             self.q_engine, self.d_engine = q_engine, d_engine
 

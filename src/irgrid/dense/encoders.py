@@ -499,9 +499,6 @@ class SideModel:
                 return self._pool(pooled, mask, pool_mask, pooled=True)
             return self._pool(hidden, mask, pool_mask)
 
-    def _dtype(self) -> Any:
-        return _torch_dtype(self.dtype_name)
-
     def _pool(self, hidden: Any, mask: Any, pool_mask: Any, pooled: bool = False) -> Any:
         import torch
 
@@ -776,8 +773,3 @@ def index_dense(engine: Engine, docs: Iterable[Mapping[str, str]], path: Path) -
     record = {"encoder": engine.spec.name, **engine.stats.record()}
     (path / "encoding.json").write_text(json.dumps(record, indent=2))
     return record
-
-
-def loaded(spec: EncoderSpec, side: str, models: Mapping[str, Resolved], device: str | None,
-           batch_size: int) -> Engine:
-    return engine_for(spec, side, models["query" if side == "q" else "doc"], device, batch_size)
