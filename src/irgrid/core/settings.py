@@ -42,6 +42,19 @@ def device() -> str | None:
     return value
 
 
+def max_models() -> int:
+    """IRGRID_MAX_MODELS (default 3): how many loaded models a process keeps at once (irgrid.models.cache); the
+    least recently used one is released first. Three covers the largest cell (HyDE: query and document encoders
+    and the generator); a grid also releases every model after each retriever's cells."""
+    value = (os.environ.get("IRGRID_MAX_MODELS") or "").strip()
+    if not value:
+        return 3
+    if not value.isdigit() or int(value) < 1:
+        raise SettingsError(f"IRGRID_MAX_MODELS={value!r} is not a whole number >= 1 (how many loaded models a "
+                            f"process keeps; unset it for 3)")
+    return int(value)
+
+
 def shared_root() -> Path | None:
     """The team's read-only shared folder (IRGRID_SHARED, else ../shared beside a source checkout when present).
 

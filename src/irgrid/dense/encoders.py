@@ -724,15 +724,12 @@ class Engine:
 
 
 def engine_for(spec: EncoderSpec, side: str, resolved: Resolved, device: str | None, batch_size: int) -> Engine:
-    """One engine per (spec, side, checkpoint location, device, batch size) per process."""
-    key = (spec.name, side, resolved.location, resolved.source, device, batch_size, json.dumps(spec.config(),
-                                                                                              sort_keys=True))
-    if key not in _ENGINES:
-        _ENGINES[key] = Engine(spec, side, resolved, device=device, batch_size=batch_size)
-    return _ENGINES[key]
+    """One engine per (spec, side, checkpoint location, device, batch size), held in the bounded model cache."""
+    from irgrid.models.cache import MODELS
 
-
-_ENGINES: dict[tuple, Engine] = {}
+    key = ("engine", spec.name, side, resolved.location, resolved.source, device, batch_size,
+           json.dumps(spec.config(), sort_keys=True))
+    return MODELS.get(key, lambda: Engine(spec, side, resolved, device=device, batch_size=batch_size))
 
 
 # -------------------------------------------------------------------------------------------------------------

@@ -49,7 +49,9 @@ class ExactRetriever(pt.Transformer):
     def _choose(self, device: str | None) -> tuple[str, str]:
         import torch
 
-        want = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        from irgrid.models.devices import pick_device
+
+        want = pick_device(device)
         if want.startswith("cuda") and torch.cuda.is_available():
             free, _ = torch.cuda.mem_get_info(torch.device(want))
             need = self.n * self.dim * 2  # fp16 matrix
