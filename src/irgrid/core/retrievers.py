@@ -146,6 +146,13 @@ class Retriever:
     # every checkpoint is its tiny stand-in (`with_tiny_models`); kept so that re-derived variants stay tiny
     # (not part of the key: the checkpoints' own configurations are)
     tiny_models: bool = False
+    # options that wire the entry to its parts (the dense encoder it is built from, its query spec, a re-ranker's
+    # head) -> what to do instead ('<value>' stands for the value given): `with_options` refuses them
+    wiring: Mapping[str, str] = field(default_factory=dict)
+    # model roles an option may point at another checkpoint (a generator; also every role a profile sets): every
+    # other role's checkpoint goes with the entry's prompts, pooling and heads, so swapping it by an option would
+    # silently pair mismatched parts
+    swappable: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name or set(self.name) - _NAME_CHARS or self.name[0] in "-.":
@@ -190,13 +197,28 @@ class Retriever:
             rest = {k: v for k, v in options.items() if k not in self.derive_options}
             return rebuilt.with_options(name=name or self.name, **rest)
         roles = set(self.all_models())
+        swappable = sorted(set(self.swappable) | {k for s in self.profiles.values() for k in s if k in roles})
+        settable = (set(self.options) - set(self.wiring)) | set(self.derive_options) | set(swappable)
         unknown = sorted(set(options) - set(self.options) - roles)
         if unknown:
             raise ValueError(
                 f"retriever {self.name!r} has no option(s) {', '.join(map(repr, unknown))}; "
-                f"its options are: {', '.join(sorted(set(self.options) | roles)) or '(none)'} "
-                f"(model roles take 'org/name' or 'org/name@revision')"
+                f"its options are: {', '.join(sorted(settable)) or '(none)'}"
+                + (" (model roles take 'org/name' or 'org/name@revision')" if swappable else "")
             )
+        wired = sorted(set(options) & set(self.wiring))
+        if wired:
+            value = options[wired[0]]
+            raise ValueError(f"retriever {self.name!r}: option {wired[0]!r} wires the entry to its parts and cannot "
+                             f"be set; {self.wiring[wired[0]].replace('<value>', str(value))}")
+        fixed_roles = sorted(set(options) & roles - set(swappable))
+        if fixed_roles:
+            raise ValueError(
+                f"retriever {self.name!r}: {fixed_roles[0]!r} is a model role, not an option: this entry's "
+                f"checkpoints go with its prompts, pooling and heads, so an option cannot swap one. To evaluate "
+                f"another checkpoint, list the registered entry for it (`irgrid list`) or register one "
+                f"(pipelines/*.py)" + (f"; roles this entry lets you swap: {', '.join(swappable)}"
+                                       if swappable else ""))
         swaps = {k: _model_from_option(v, self.all_models()[k], self.name, k) for k, v in options.items() if k in roles}
         merged = {**self.options, **{k: v for k, v in options.items() if k not in roles}}
         entry = dataclasses.replace(self, name=name or self.name, options=merged,
