@@ -140,3 +140,20 @@ def test_list_csv_has_one_row_per_entry():
     minilm = next(r for r in rows if r["name"] == "all-minilm-l6-v2")
     assert minilm["checkpoints"] == "sentence-transformers/all-MiniLM-L6-v2@8b3219a92973c328a8e22fadcfa821b5dc75636a"
     assert minilm["family"] == "dense"
+
+
+def test_closed_sets_are_enums_that_read_and_print_as_their_names():
+    from irgrid.core.profiles import PROFILES, ProfileName
+    from irgrid.core.retrievers import Family
+    from irgrid.data.datasets import GROUPS, Dataset, Group
+
+    assert FAMILIES == ("sparse", "expansion", "dense", "late-interaction", "reranker", "pipeline")
+    assert Family("late-interaction") is Family.LATE_INTERACTION and f"{Family.DENSE}|{Family.DENSE!r}" == "dense|'dense'"
+    assert json.dumps({"family": Family.DENSE}) == '{"family": "dense"}'
+    assert PROFILES == ("paper", "card") and ProfileName("card") is ProfileName.CARD
+    assert "byo" in GROUPS and Group.BEIR == "beir"
+    with pytest.raises(ValueError, match=r"family 'densse' is not one of \('sparse', 'expansion', 'dense'"):
+        Retriever(name="x", family="densse", architecture="-", query=print)
+    with pytest.raises(ValueError, match="dataset 'mine': group 'beirr' is not one of msmarco, beir, lotte"):
+        Dataset("mine", corpus="mine", group="beirr")
+    assert {e.family for e in ENTRIES} <= set(Family)

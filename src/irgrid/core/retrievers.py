@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from irgrid.core.enums import NameEnum
 from irgrid.core.hashing import canonical, config_hash
 from irgrid.core.modelref import ModelRef, Resolved
 from irgrid.core.profiles import Setting, check_name, for_entry
@@ -27,7 +28,18 @@ if TYPE_CHECKING:
 # filled by irgrid.runner.cell on import (dependency inversion: this declarative layer never imports the runner)
 PIPELINE_BUILDER: dict[str, Callable[..., Any]] = {}
 
-FAMILIES = ("sparse", "expansion", "dense", "late-interaction", "reranker", "pipeline")  # pipeline: irgrid.runner.expressions
+class Family(NameEnum):
+    """Table 1's retriever families (the order `irgrid list` shows them in)."""
+
+    SPARSE = "sparse"
+    EXPANSION = "expansion"
+    DENSE = "dense"
+    LATE_INTERACTION = "late-interaction"
+    RERANKER = "reranker"
+    PIPELINE = "pipeline"  # a pipeline expression (irgrid.runner.expressions)
+
+
+FAMILIES: tuple[Family, ...] = tuple(Family)
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-.")
 
 
@@ -125,7 +137,7 @@ class Retriever:
     """One row of Table 1: a named, fully specified retriever."""
 
     name: str
-    family: str
+    family: str  # a Family (its value: entries and YAML give the plain name)
     architecture: str
     query: Callable[[Any, QueryContext], pt.Transformer]
     index: IndexRecipe | None = None

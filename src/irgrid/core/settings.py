@@ -64,7 +64,7 @@ def shared_root() -> Path | None:
     value = os.environ.get("IRGRID_SHARED")
     if value:
         return Path(value).expanduser()
-    candidate = Path(__file__).resolve().parents[2].parent / "shared"
+    candidate = Path(__file__).resolve().parents[3].parent / "shared"  # src/irgrid/core/settings.py
     return candidate if candidate.is_dir() else None
 
 
