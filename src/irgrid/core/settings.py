@@ -70,5 +70,6 @@ def shared_root() -> Path | None:
 
 def tiny_models() -> bool:
     """IRGRID_TINY_MODELS=1: every checkpoint that declares its architecture is replaced by a tiny random-weight
-    model of that architecture (wiring checks on a CPU; never results)."""
+    model of that architecture (wiring checks on a CPU; never results). Read where entries are looked up
+    (`irgrid.core.retrievers.get`), which marks their checkpoints (`ModelRef.stand_in`): keys never read it."""
     return os.environ.get("IRGRID_TINY_MODELS", "").lower() in ("1", "true", "yes")
