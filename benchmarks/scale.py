@@ -350,7 +350,7 @@ def _encode(corpus: Path, n: int, out: Path) -> dict:
     from irgrid.models.resolver import resolve
 
     spec = ENCODERS.get("all-minilm-l6-v2")
-    engine = engine_for(spec, "d", resolve(spec.document_model), pick_device(None), 64)
+    engine = engine_for(spec, "d", resolve(spec.document_model.as_tiny()), pick_device(None), 64)
     t = time.perf_counter()
     record = index_dense(engine, read_docs(corpus, n), out / "flex")
     build = _built() - t

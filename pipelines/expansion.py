@@ -131,7 +131,7 @@ def make_doct5query(options: Mapping[str, Any]) -> Retriever:
         index=IndexRecipe("doct5query-lucene-flat", build=build_lucene, open=open_lucene, stage=stage),
         query=bm25_query, options=dict(options), extra="expansion", version=2,
         derive=make_doct5query, derive_options=D2Q_DOC_OPTIONS, profiles=DOCT5QUERY_PROFILES,
-        option_types=SAMPLING_TOP_K,
+        option_types=SAMPLING_TOP_K, swappable=("generator",),
         reference=f"Nogueira & Lin 2019; 3 generated queries per document appended, BM25 0.9/0.4 (the paper, "
                   f"Section 3.3.3); checkpoint from the paper's README. The paper's code truncates documents to "
                   f"512 tokens (src/run.py build_d2q_docs call; {D2Q_PY} defaults to 320, as the card) and "
@@ -199,7 +199,7 @@ register(Retriever(
     name="query2doc", family="expansion", architecture="query-expansion", paper_name="query2doc",
     index=LUCENE_FLAT, query=query2doc_query, models={"generator": QWEN},
     options={"k1": 0.9, "b": 0.4, "num_results": 1000, "repeats": 5, **GEN_OPTIONS}, extra="expansion",
-    profiles=QUERY2DOC_PROFILES, option_types=SAMPLING_TOP_K,
+    profiles=QUERY2DOC_PROFILES, option_types=SAMPLING_TOP_K, swappable=("generator",),
     reference=f"Wang et al. 2023; q+ = query ×5 + pseudo-document, BM25 (shares the bm25 index); "
               f"prompt: {QUERY2DOC_PROMPT.source}; generator Qwen2.5-7B-Instruct as in the paper. The paper's code "
               f"has a generator for query2doc, generate_pseudo_docs_for_query_expansion ({DENSE_PY}: its own system "
@@ -227,16 +227,15 @@ def hyde_query(index, ctx: QueryContext):
             >> ExactRetriever(index, num_results=int(ctx.options["num_results"]), device=ctx.device))
 
 
-class _HydeEncodeBase:
-    """HyDE's query vector: the mean of the query's embedding and the hypothetical document's (document side)."""
-
-
 def _hyde_encode_cls():
     import numpy as np
     import pandas as pd
     import pyterrier as pt
 
-    class HydeEncode(pt.Transformer, _HydeEncodeBase):
+    class HydeEncode(pt.Transformer):
+        """HyDE's query vector: the mean of the query's embedding and the hypothetical document's (document
+        side)."""
+
         def __init__(self, q_engine, d_engine):
             self.q_engine, self.d_engine = q_engine, d_engine
 
@@ -292,12 +291,15 @@ def make_hyde(options: Mapping[str, Any]) -> Retriever:
                                                   if k in HYDE_OPTIONS or k == "num_results"}}
     opts["encoder"] = dense.name
     opts["encoder_profile"] = encoder_profile
+    # the wrapped entry's encoder settings travel in its query spec: setting one here would change the key only
+    via = f"hyde encodes with the settings of its encoder entry ({dense.name}): choose them with encoder / encoder_profile"
+    wiring = {"query_config": via, **{k: via for k in dense.derive_options if k in dense.options}}
     return dataclasses.replace(
         dense, name="hyde", family="expansion", architecture="query-expansion", paper_name="HyDE",
         query=hyde_query, models={"query": dense.models["query"], "doc": dense.index.models["doc"],
                                   "generator": QWEN},
         options=opts, extra="expansion", derive=make_hyde, derive_options=("encoder", "encoder_profile"), profiles=HYDE_PROFILES,
-        option_types=SAMPLING_TOP_K,
+        option_types=SAMPLING_TOP_K, wiring=wiring, swappable=("generator",),
         reference=f"Gao et al. 2023; hypothetical document from Qwen2.5-7B-Instruct (the paper), averaged with the "
                   f"query embedding, over the {dense.name} index (shared); prompt: {HYDE_PROMPT.source}. HyDE's "
                   f"repository averages 8 sampled documents (n=8); irgrid generates one in both profiles, as the "

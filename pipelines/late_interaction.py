@@ -10,8 +10,13 @@ so its scores are exact MaxSim rather than PLAID's approximation.
 
 Defaults follow ColBERT's own settings for k >= 1000 (card profile); the paper profile follows the paper's
 `src/models/colbert.py` (the official ColBERT, named by the repository's README as what ran; an older RAGatouille
-variant, src/models/colbert_ragatouille.py, did not produce the tables). `ncells`/`ndocs` may be rules on the
+variant, src/models/colbert_ragatouille.py, did not produce the tables). `ncells` may be a rule on the
 corpus size ([[more_than_docs, value], ...]), resolved against the opened index.
+
+PLAID's `ndocs` (how many candidates its centroid-interaction stage keeps before exact scoring) is no option here:
+irgrid scores every candidate of the probed cells exactly, so it would change cache keys and nothing else. The
+paper's values, not reproduced: ndocs = ncells · 2^13 above 5M documents, else ncells · 2^12 (GET_ARGS), and
+MS MARCO's ncells · 2^14; ColBERT's own default for k >= 1000: 4096 (SEARCHER).
 """
 
 from __future__ import annotations
@@ -36,20 +41,20 @@ COLBERTV2 = EncoderSpec(
         "paper": {
             "doc_max_length": paper(300, COLBERT_PY, "run_colbert(): ColBERTConfig(doc_maxlen=300)"),
             "ncells": paper([[4_999_999, 4], [0, 2]], COLBERT_PY, GET_ARGS),
-            "ndocs": paper([[4_999_999, 4 * 2 ** 13], [0, 2 * 2 ** 12]], COLBERT_PY, GET_ARGS),
         },
         "card": {
             "doc_max_length": Setting(180, "MTEB colbert_models max_tokens 180 / colbertv2.0 artifact doc_maxlen"),
             "ncells": Setting(4, SEARCHER),
-            "ndocs": Setting(4096, SEARCHER),
         },
     },
     citation="Santhanam et al., NAACL 2022; colbert-ir/colbertv2.0 (revision from MTEB's registry)",
     notes="query_maxlen 32 with [MASK] augmentation, 128-d normalised token vectors, MaxSim, k-means 4 iterations "
           f"(paper and ours, {COLBERT_PY} ColBERTConfig(kmeans_niters=4)); documents title + text. Not reproduced: "
           "the paper's 2-bit residual compression (nbits=2), its per-dataset query_maxlen (ArguAna 300, "
-          "Climate-FEVER 64) and MS MARCO's ndocs = ncells * 2^14",
+          "Climate-FEVER 64) and PLAID's ndocs candidate cap (paper: ncells * 2^13 above 5M documents, else "
+          f"ncells * 2^12, MS MARCO ncells * 2^14, {COLBERT_PY} {GET_ARGS}): every candidate of the probed cells "
+          "is scored exactly",
 )
 
 dense_retriever(COLBERTV2, architecture="encoder-only", paper_name="ColBERTv2", family="late-interaction",
-                index_params={"kmeans_niter": 4}, options={"ncells": 4, "ndocs": 4096})
+                index_params={"kmeans_niter": 4}, options={"ncells": 4})

@@ -16,6 +16,8 @@ from irgrid.pipelines.sparse import build_lucene, open_lucene
 from irgrid.core.modelref import ModelRef
 from irgrid.core.profiles import Setting
 from irgrid.core.retrievers import BuildContext, DocStage, IndexRecipe, QueryContext, Retriever, register
+from irgrid.models.cache import cached_model
+from irgrid.models.devices import pick_device
 from irgrid.models.tiny import ARCHITECTURES, _bert
 
 # tiny stand-ins for the heads these checkpoints load into (see irgrid.models.tiny)
@@ -48,10 +50,11 @@ def _select(*columns: str):
     return pt.apply.generic(lambda df: df[list(columns)])
 
 
-@functools.cache
+@cached_model
 def load_splade(location: str, revision: str | None, max_length: int, device: str | None,
                 allow_missing: tuple[str, ...] = (), allow_unexpected: tuple[str, ...] = ()):
-    """One model per process, however many entries and indexes use it; loaded strictly (irgrid.models.loading)."""
+    """Loaded strictly (irgrid.models.loading), held in the bounded model cache (irgrid.models.cache) and shared
+    by every entry and index that uses it."""
     import pyterrier_splade
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
@@ -61,7 +64,7 @@ def load_splade(location: str, revision: str | None, max_length: int, device: st
     model = from_pretrained_strict(AutoModelForMaskedLM, location, what=f"SPLADE {location}",
                                    allow_missing=allow_missing, allow_unexpected=allow_unexpected, **kwargs)
     tokenizer = AutoTokenizer.from_pretrained(location, **kwargs)
-    splade = pyterrier_splade.Splade(model, tokenizer=tokenizer, max_length=max_length, device=device)
+    splade = pyterrier_splade.Splade(model, tokenizer=tokenizer, max_length=max_length, device=pick_device(device))
     splade.agg = "max"
     splade.model.to(splade.device).eval()
     return splade

@@ -26,6 +26,8 @@ def cross_encoder(name: str, model: ModelRef, kind: str, reference: str, batch_s
         name=name, family="reranker", architecture="cross-encoder" if kind != "monot5" else "sequence-to-sequence",
         query=query, models={"model": model}, extra="dense", reference=reference,
         options={"kind": kind, "batch_size": batch_size, "max_length": max_length},
+        wiring={"kind": "the scoring head follows the checkpoint: list the re-ranker entry for the head you want "
+                        "(`irgrid list --family reranker`)"},
     ))
 
 

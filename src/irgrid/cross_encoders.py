@@ -64,22 +64,30 @@ def _define() -> type:
             self._model: Any = None
 
         def _load(self) -> None:
-            import transformers as tf
+            from irgrid.models.cache import MODELS
 
-            from irgrid.models.loading import from_pretrained_strict
-
-            loc, kw = self.resolved.location, self.resolved.kwargs()
-            self.tokenizer = tf.AutoTokenizer.from_pretrained(loc, **kw)
-            cls = tf.AutoModelForSequenceClassification if self.kind == "sequence-classification" \
-                else tf.T5ForConditionalGeneration
-            self._model = from_pretrained_strict(cls, loc, what=f"re-ranker {self.name} ({self.resolved.ref})",
-                                                 **kw).to(self.device).eval()
+            key = ("cross-encoder", self.resolved.location, self.resolved.source, self.kind, self.device,
+                   tuple(sorted(self.resolved.kwargs().items())))
+            self.tokenizer, self._model = MODELS.get(key, self._read)
             if self.kind == "monot5":
                 ids = [self.tokenizer.encode(w, add_special_tokens=False) for w in ("false", "true")]
                 if any(len(i) != 1 for i in ids):
                     raise ValueError(f"re-ranker {self.name}: 'true'/'false' are not single tokens of its tokenizer "
                                      f"({ids}): not a monoT5 tokenizer")
                 self.false_true = [ids[0][0], ids[1][0]]
+
+        def _read(self) -> tuple[Any, Any]:
+            import transformers as tf
+
+            from irgrid.models.loading import from_pretrained_strict
+
+            loc, kw = self.resolved.location, self.resolved.kwargs()
+            tokenizer = tf.AutoTokenizer.from_pretrained(loc, **kw)
+            cls = tf.AutoModelForSequenceClassification if self.kind == "sequence-classification" \
+                else tf.T5ForConditionalGeneration
+            model = from_pretrained_strict(cls, loc, what=f"re-ranker {self.name} ({self.resolved.ref})",
+                                           **kw).to(self.device).eval()
+            return tokenizer, model
 
         def _score(self, pairs: list[tuple[str, str]]) -> list[float]:
             import torch

@@ -25,6 +25,8 @@ from irgrid.core import generation_prompts as prompts
 from irgrid.core import settings
 from irgrid.core.generation_prompts import Prompt
 from irgrid.core.hashing import config_hash
+from irgrid.models.cache import cached_model
+from irgrid.models.devices import pick_device
 
 
 @dataclass(frozen=True)
@@ -65,9 +67,10 @@ def render_chat(tokenizer, prompt: Prompt, text: str) -> str:
     return "\n".join(m["content"] for m in messages) + "\n"
 
 
-@functools.cache
+@cached_model
 def _load_causal_lm(location: str, revision: str | None, device: str | None):
-    """One model per process (shared by query2doc and HyDE when they use the same generator), loaded strictly."""
+    """Loaded strictly, held in the bounded model cache (shared by query2doc and HyDE when they use the same
+    generator)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -78,7 +81,7 @@ def _load_causal_lm(location: str, revision: str | None, device: str | None):
     tokenizer.padding_side = "left"  # batched generation continues every prompt at the same position
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    dev = pick_device(device)
     dtype = torch.bfloat16 if dev.startswith("cuda") else torch.float32
     model = from_pretrained_strict(AutoModelForCausalLM, location, what=f"generator {location}", dtype=dtype,
                                    **kwargs).to(dev).eval()
@@ -217,11 +220,10 @@ class Expand(pt.Transformer):
 
 
 # -- docT5query ---------------------------------------------------------------------------------------------------
-@functools.cache
+@cached_model
 def load_seq2seq(location: str, revision: str | None, device: str | None):
     """A docT5query checkpoint, loaded strictly. pyterrier-doc2query's Doc2Query loads non-strictly and fixes the
     input length at 64 tokens (the model card and the paper's code use 320/512), hence our own small stage."""
-    import torch
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     from irgrid.models.loading import from_pretrained_strict
@@ -229,7 +231,7 @@ def load_seq2seq(location: str, revision: str | None, device: str | None):
     kwargs = {"revision": revision} if revision else {}
     tokenizer = AutoTokenizer.from_pretrained(location, **kwargs)
     model = from_pretrained_strict(AutoModelForSeq2SeqLM, location, what=f"docT5query {location}", **kwargs)
-    dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    dev = pick_device(device)
     return tokenizer, model.to(dev).eval()
 
 

@@ -24,6 +24,7 @@ from irgrid.core.files import write_text_atomic
 from irgrid.core.retrievers import Retriever
 from irgrid.data.datasets import Dataset
 from irgrid.models import resolver as models_mod
+from irgrid.models.cache import release_all as release_models
 from irgrid.runner.cell import Cell, Failure, load_cell, resolve_models, run_cell
 from irgrid.runner.experiment import ExperimentSpec
 from irgrid.runner.experiment import load as load_experiment
@@ -152,9 +153,10 @@ def _run(spec: ExperimentSpec, out: Path | None, store: Store, fail_fast: bool, 
     remaining = sum(p["est_seconds"] or 0 for p in plan_rows.values() if not p["run_cached"])
     unknown = {k for k, p in plan_rows.items() if not p["run_cached"] and p["est_seconds"] is None}
     total_cells, done = len(plan_rows), 0
+    data: dict[str, tuple[Any, Any]] = {}  # dataset -> (topics, qrels)
     for dataset in spec.datasets:
         try:
-            topics, qrels = dataset.topics(), dataset.qrels()
+            data[dataset.name] = dataset.topics(), dataset.qrels()
         except Exception as e:  # data not staged (a download attempt offline), unreadable files: every cell fails
             if fail_fast:
                 raise
@@ -162,10 +164,14 @@ def _run(spec: ExperimentSpec, out: Path | None, store: Store, fail_fast: bool, 
             log.error("%s: %s; its %d cell(s) are skipped", dataset.name, error, len(spec.retrievers))
             failures.extend(Failure(dataset.name, r.name, error, traceback.format_exc()) for r in spec.retrievers)
             done += len(spec.retrievers)
-            cells_by_dataset[dataset.name] = []
-            continue
-        cells = []
-        for retriever in spec.retrievers:
+    # one retriever at a time over every dataset: its models load once, and are released before the next
+    # retriever's load (irgrid.models.cache), so a grid never holds the models of all its retrievers
+    computed: dict[tuple[str, str], Cell] = {}
+    for retriever in spec.retrievers:
+        for dataset in spec.datasets:
+            if dataset.name not in data:
+                continue
+            topics = data[dataset.name][0]
             done += 1
             est = plan_rows[(dataset.name, retriever.name)]
             started = time.perf_counter()
@@ -194,8 +200,14 @@ def _run(spec: ExperimentSpec, out: Path | None, store: Store, fail_fast: bool, 
             eta = _fmt_seconds(remaining) + (f" + {len(unknown)} cell(s) never measured in this cache" if unknown else "")
             log.info("[%d/%d] %s on %s: %s in %.1fs; remaining ≈ %s", done, total_cells, retriever.name,
                      dataset.name, "cached" if cell.cached else "computed", took, eta)
-            cells.append(cell)
+            computed[(dataset.name, retriever.name)] = cell
+        release_models()
+    for dataset in spec.datasets:
+        cells = [computed[(dataset.name, r.name)] for r in spec.retrievers if (dataset.name, r.name) in computed]
         cells_by_dataset[dataset.name] = cells
+        if dataset.name not in data:
+            continue
+        topics, qrels = data[dataset.name]
         failed_here = {f.retriever for f in failures if f.dataset == dataset.name}
         if spec.baseline in failed_here and cells:
             failures.append(Failure(dataset.name, spec.baseline, f"baseline {spec.baseline} failed on {dataset.name}: "

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from irgrid.core.retrievers import RETRIEVERS
+from irgrid.core.retrievers import RETRIEVERS, get
 from irgrid.dense.encoders import ENCODERS
 
 DENSE = sorted(r.name for r in RETRIEVERS if r.family in ("dense", "late-interaction"))
@@ -59,10 +59,36 @@ def test_all_25_entries_are_registered_with_family_architecture_and_checkpoint()
 
 
 def test_tiny_mode_changes_every_cache_key(monkeypatch):
-    entry = RETRIEVERS.get("contriever")
-    tiny_key, tiny_index = entry.key(), entry.index.key()
-    monkeypatch.delenv("IRGRID_TINY_MODELS")
-    assert entry.key() != tiny_key and entry.index.key() != tiny_index
+    entry = get("contriever")  # looked up in tiny-model mode: its checkpoints are stand-ins
+    assert all(ref.stand_in for ref in entry.all_models().values())
+    real = get("contriever", tiny=False)
+    assert entry.key() != real.key() and entry.index.key() != real.index.key()
+    assert get("contriever", tiny=True).key() == entry.key()
+
+
+def test_a_key_is_a_function_of_the_entry_not_of_the_environment(monkeypatch):
+    """The mode is read once, at lookup: the same object keeps its key whatever the variable says later, and a
+    real reference resolved in tiny-model mode is an error, never tiny weights under a real key."""
+    from irgrid.models.resolver import ModelUnavailableError, resolve
+
+    tiny, real = get("contriever"), get("contriever", tiny=False)
+    keys = {"tiny": (tiny.key(), tiny.index.key()), "real": (real.key(), real.index.key())}
+    for value in ("0", "1", ""):
+        monkeypatch.setenv("IRGRID_TINY_MODELS", value)
+        assert (tiny.key(), tiny.index.key()) == keys["tiny"] and (real.key(), real.index.key()) == keys["real"]
+    assert resolve(tiny.models["query"]).source == "tiny"
+    monkeypatch.setenv("IRGRID_TINY_MODELS", "1")
+    with pytest.raises(ModelUnavailableError, match="not marked as a tiny stand-in"):
+        resolve(real.models["query"])
+
+
+def test_cache_keys_are_pinned_in_both_modes():
+    """Golden keys: a change to any of these invalidates every cached index and run of the entry (resumability
+    depends on them), so it must be a visible diff here, made on purpose."""
+    golden = {("contriever", False): ("548bb81fa614", "364f5349c5d4"), ("contriever", True): ("3d00fdba12fd", "f961ea519b94")}
+    for (name, tiny), keys in golden.items():
+        entry = get(name, tiny=tiny)
+        assert (entry.key(), entry.index.key()) == keys, (name, tiny)
 
 
 @pytest.mark.parametrize("name", DENSE)
@@ -72,7 +98,7 @@ def test_entry_end_to_end_on_staged_scifact(name, collection, tmp_path):
     from irgrid.runner.cell import resolve_models
 
     docs, topics, qrels = collection
-    entry = RETRIEVERS.get(name)
+    entry = get(name)
     assert {r.source for r in resolve_models(entry.all_models()).values()} == {"tiny"}
     res, pipeline = run_entry(name, docs, topics, tmp_path)
     assert set(res["qid"]) == set(topics["qid"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from irgrid.core.retrievers import RETRIEVERS
+from irgrid.core.retrievers import RETRIEVERS, get
 from irgrid.dense.entry import spec_of
 
 R = {"docno": "d1", "title": "Title words", "text": "body text of the document"}
@@ -22,7 +22,7 @@ def _side(spec, side="q"):
     from irgrid.dense.encoders import SideModel
     from irgrid.models.resolver import resolve
 
-    return SideModel(spec, side, resolve(spec.model(side)), "cpu")
+    return SideModel(spec, side, resolve(spec.model(side).as_tiny()), "cpu")
 
 
 # -- engine capabilities -------------------------------------------------------------------------------------------
@@ -38,7 +38,7 @@ def test_document_fields_select_what_is_encoded(tiny):
     gemma = spec_of(RETRIEVERS.get("embeddinggemma"), "d")  # MTEB's format: a missing title reads 'none'
     assert gemma.render(gemma.document({"text": "Body"}), "d") == "title: none | text: Body"
     assert gemma.render(gemma.document(R), "d") == "title: Title words | text: body text of the document"
-    engine = Engine(paper, "d", resolve(paper.document_model), "cpu")
+    engine = Engine(paper, "d", resolve(paper.document_model.as_tiny()), "cpu")
     (_, streamed), = list(engine.stream([R]))
     assert np.allclose(streamed[0], engine.encode([R["text"]])[0], atol=1e-6)
     assert np.abs(streamed[0] - engine.encode([card.document(R)])[0]).max() > 1e-4  # the title changes the vector
@@ -182,7 +182,7 @@ def test_paper_profile_end_to_end(name, scifact_fielded, tmp_path, tiny):
     from irgrid.runner.cell import resolve_models
 
     docs, fielded, topics, _ = scifact_fielded
-    entry = RETRIEVERS.get(name).with_profile("paper")
+    entry = get(name).with_profile("paper")
     recipe = entry.index
     models = resolve_models(recipe.models)
     ctx = BuildContext(path=tmp_path, params=recipe.params, models=models, docs=lambda: iter(docs),

@@ -105,7 +105,7 @@ def test_bidirectional_decoder_sees_later_tokens(monkeypatch):
 
     def first_state(name):
         spec = ENCODERS.get(name)
-        side = SideModel(spec, "d", resolve(spec.document_model), "cpu")
+        side = SideModel(spec, "d", resolve(spec.document_model.as_tiny()), "cpu")
         outs = []
         for last in (2000, 3000):
             ids = torch.tensor([[101, 1996, 2088, last]])
@@ -123,7 +123,7 @@ def test_prompt_tokens_are_excluded_from_pooling(monkeypatch):
     from irgrid.models.resolver import resolve
 
     spec = ENCODERS.get("instructor-large")
-    side = SideModel(spec, "q", resolve(spec.query_model), "cpu")
+    side = SideModel(spec, "q", resolve(spec.query_model.as_tiny()), "cpu")
     prompt = spec.query_template.split("{text}")[0]  # the card's instruction (the paper's final code sent none)
     n_prompt = len(side.tokenizer(prompt, add_special_tokens=False)["input_ids"])
     assert side._prefix_tokens == n_prompt + 1  # [CLS] of the tiny model's WordPiece tokenizer + the instruction

@@ -74,7 +74,7 @@ def test_engine_sends_exactly_the_rendered_strings(monkeypatch):
 
     for profile in ("card", "paper"):
         spec = spec_of(RETRIEVERS.get("me5-large").with_profile(profile))
-        side = SideModel(spec, "q", resolve(spec.query_model), "cpu")
+        side = SideModel(spec, "q", resolve(spec.query_model.as_tiny()), "cpu")
         seen: list[str] = []
         real = side.tokenizer.__class__.__call__
 

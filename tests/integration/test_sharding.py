@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from irgrid.cluster import sharding
-from irgrid.dense import encoders
+from irgrid.models.cache import MODELS
 
 CHUNK = 16
 
@@ -27,8 +27,9 @@ def slice_dataset(tmp_path_factory):
     spec = from_dict(exp, source=str(root / "exp.yaml"))
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("IRGRID_ENCODE_CHUNK", str(CHUNK))
-        mp.setattr(encoders, "_ENGINES", {})  # engines made in this process pick up the chunk size
+        MODELS.release_all()  # engines made in this process pick up the chunk size
         yield root, spec.datasets[0], spec.retrievers[0].index
+    MODELS.release_all()  # later tests get engines with the default chunk size
 
 
 def _flex_files(path):

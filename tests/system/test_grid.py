@@ -202,3 +202,37 @@ def test_paper_grid_dry_run_lists_every_cell(tmp_path):
     assert "unresolvable" in bm25_msmarco and "data: documents not staged" in bm25_msmarco
     nv = next(line for line in lines if line.split()[:2] == ["beir/scifact/test", "nv-embed-v2"])
     assert "nvidia/NV-Embed-v2" in nv and "not available offline" in nv
+
+
+def test_grid_loads_each_retrievers_models_once_and_releases_them_before_the_next(tmp_path, monkeypatch):
+    """Two datasets, two dense entries (tiny stand-ins of their real architectures): every model is loaded once
+    for all the datasets, and none of the first retriever's models is held when the second one loads."""
+    from conftest import write_scifact_slice
+
+    from irgrid.models.cache import MODELS
+    from irgrid.store import Store
+
+    monkeypatch.setenv("IRGRID_TINY_MODELS", "1")
+    collections = []
+    for name, n_docs in (("slice-a", 30), ("slice-b", 40)):
+        files = write_scifact_slice(tmp_path / name, n_queries=3, n_docs=n_docs)
+        collections.append({"name": name, **{k: f"{name}/{v}" for k, v in files.items()}})
+    spec = from_dict({"collections": collections, "datasets": ["slice-a", "slice-b"],
+                      "retrievers": ["contriever", "tas-b"], "measures": ["nDCG@10"], "latency_sample": 1},
+                     source=str(tmp_path / "exp.yaml"))
+    loads: list[tuple[str, list]] = []
+    original = MODELS.get
+
+    def get(key, load):
+        def recorded():
+            loads.append((key[1], [k[1] for k in MODELS.keys()]))  # (entry loading, entries still held)
+            return load()
+        return original(key, recorded)
+
+    MODELS.release_all()
+    monkeypatch.setattr(MODELS, "get", get)
+    results = grid.run(spec, store=Store(tmp_path / "cache"), fail_fast=True)
+    assert set(results["system"]) == {"contriever", "tas-b"} and set(results["dataset"]) == {"slice-a", "slice-b"}
+    assert [name for name, _ in loads] == ["contriever", "contriever", "tas-b", "tas-b"]  # document + query side
+    assert all("contriever" not in held for name, held in loads if name == "tas-b")
+    assert len(MODELS) == 0

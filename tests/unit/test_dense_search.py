@@ -41,7 +41,7 @@ def test_late_interaction_maxsim_is_exact(tmp_path):
     index = LateInteractionIndex(tmp_path / "late")
     meta = index.build([([f"d{i}" for i in range(60)], docs[:60]), ([f"d{i}" for i in range(60, 120)], docs[60:])])
     assert meta["kmeans_niter"] == 4 and meta["docs"] == 120
-    retr = index.retriever(num_results=10, ncells=10**6, ndocs=4096)  # all cells: every document is a candidate
+    retr = index.retriever(num_results=10, ncells=10**6)  # all cells: every document is a candidate
     q = unit(32)
     cands = retr.candidates(q)
     assert cands.tolist() == list(range(120))

@@ -78,3 +78,89 @@ def test_unreachable_hub_without_offline_mode_fails_at_once_with_the_staging_hin
             models.resolve("some-org/not-staged-anywhere")
     finally:
         models.hub_unreachable.cache_clear()
+
+
+# -- the bounded model cache (irgrid.models.cache) -----------------------------------------------------------------
+class _Model:
+    """Stands for a loaded model: only its lifetime matters here."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def test_model_cache_evicts_the_least_recently_used_before_loading_and_drops_it():
+    import gc
+    import weakref
+
+    from irgrid.models.cache import ModelCache
+
+    cache = ModelCache(capacity=2)
+    loads: list[str] = []
+
+    def load(name):
+        def make():
+            loads.append(name)
+            assert len(cache) < 2, "the bound is made room for before the next model loads"
+            return _Model(name)
+        return make
+
+    a = weakref.ref(cache.get("a", load("a")))
+    cache.get("b", load("b"))
+    assert cache.get("a", load("a")) is a()  # a hit: not loaded again, now the most recently used
+    cache.get("c", load("c"))  # evicts b, the least recently used
+    gc.collect()
+    assert loads == ["a", "b", "c"] and cache.keys() == ["a", "c"] and "b" not in cache
+    assert a() is not None
+    assert cache.release("a") and not cache.release("a")
+    gc.collect()
+    assert a() is None  # no reference left anywhere: the model's memory is gone
+    assert cache.release_all() == 1 and len(cache) == 0
+
+
+def test_model_cache_bound_is_a_setting(monkeypatch):
+    from irgrid.core import settings
+    from irgrid.models.cache import ModelCache
+
+    monkeypatch.delenv("IRGRID_MAX_MODELS", raising=False)
+    assert settings.max_models() == 3
+    monkeypatch.setenv("IRGRID_MAX_MODELS", "1")
+    cache = ModelCache()
+    cache.get("a", lambda: _Model("a"))
+    cache.get("b", lambda: _Model("b"))
+    assert cache.keys() == ["b"]
+    monkeypatch.setenv("IRGRID_MAX_MODELS", "0")
+    with pytest.raises(settings.SettingsError, match="IRGRID_MAX_MODELS='0'"):
+        cache.get("c", lambda: _Model("c"))
+
+
+def test_cached_loader_keys_by_arguments_and_a_failed_load_is_not_kept():
+    from irgrid.models.cache import MODELS, cached_model
+
+    calls: list[tuple] = []
+
+    @cached_model
+    def loader(location: str, device: str | None, fail: bool = False) -> _Model:
+        calls.append((location, device))
+        if fail:
+            raise RuntimeError("no weights")
+        return _Model(location)
+
+    try:
+        first = loader("x", "cpu")
+        assert loader("x", "cpu") is first and loader("x", None) is not first and len(calls) == 2
+        with pytest.raises(RuntimeError):
+            loader("y", "cpu", fail=True)
+        assert not any("y" in key for key in MODELS.keys())
+    finally:
+        MODELS.release_all()
+
+
+def test_pick_device_follows_the_argument_then_the_setting(monkeypatch):
+    from irgrid.core.settings import SettingsError
+    from irgrid.models.devices import pick_device
+
+    monkeypatch.setenv("IRGRID_DEVICE", "cpu")
+    assert pick_device(None) == "cpu" and pick_device("cuda:1") == "cuda:1"
+    monkeypatch.setenv("IRGRID_DEVICE", "gpu0")
+    with pytest.raises(SettingsError, match="IRGRID_DEVICE='gpu0'"):
+        pick_device(None)

@@ -55,6 +55,51 @@ def test_options_change_the_key_and_unknown_options_raise():
         bm25.with_options(k2=1.0)
 
 
+def _experiment_error(options: dict, name: str = "contriever") -> str:
+    from irgrid.runner.experiment import ExperimentError, from_dict
+
+    with pytest.raises(ExperimentError) as e:
+        from_dict({"datasets": ["vaswani"], "retrievers": [{"name": name, "options": options}]}, source="exp.yaml")
+    return str(e.value)
+
+
+def test_options_refuse_wiring_keys_naming_the_entry_the_key_and_what_to_do():
+    """`{name: contriever, options: {encoder: bge-large-v1.5}}` would pair contriever's prompt and pooling with
+    another entry's name (and its query spec with nothing): refused, pointing at the entry to list instead."""
+    error = _experiment_error({"encoder": "bge-large-v1.5"})
+    assert error.startswith("exp.yaml: retrievers[0]: ") and "retriever 'contriever'" in error
+    assert "option 'encoder' wires the entry" in error and "{name: bge-large-v1.5}" in error
+    assert "'query_config' wires the entry" in _experiment_error({"query_config": "x"})
+    assert "set those" in _experiment_error({"query_config": "x"})
+    assert "option 'kind' wires" in _experiment_error({"kind": "monot5"}, "ce-ms-marco-minilm-l6-v2")
+    # HyDE encodes with its encoder entry's spec: that entry's settings are chosen through encoder/encoder_profile
+    hyde = _experiment_error({"query_max_length": 64}, "hyde")
+    assert "'query_max_length' wires" in hyde and "encoder / encoder_profile" in hyde
+    assert get("hyde").with_options(encoder="bge-large-v1.5").options["encoder"] == "bge-large-v1.5"
+
+
+def test_options_refuse_model_roles_unless_the_entry_lets_them_be_swapped():
+    error = _experiment_error({"query": "facebook/contriever"})
+    assert "retriever 'contriever': 'query' is a model role, not an option" in error and "irgrid list" in error
+    # declared swappable (a generator) or set by a profile (uniCOIL's document checkpoint): an option may swap it
+    swapped = get("query2doc").with_options(generator="HuggingFaceTB/SmolLM2-135M-Instruct@abc")
+    assert (swapped.models["generator"].id, swapped.models["generator"].revision) == \
+        ("HuggingFaceTB/SmolLM2-135M-Instruct", "abc")
+    unicoil = get("unicoil").with_options(doc="castorini/unicoil-msmarco-passage")
+    assert unicoil.index.key() != get("unicoil").index.key()
+    assert "'query' is a model role" in _experiment_error({"query": "castorini/unicoil-msmarco-passage"}, "unicoil")
+
+
+def test_options_that_do_nothing_are_not_options():
+    """ColBERTv2's `ndocs` (PLAID's candidate cap) changed the run key and nothing else: irgrid scores every
+    candidate exactly. It is gone from the options and both profiles; setting it is an unknown option."""
+    colbert = get("colbertv2")
+    assert "ndocs" not in colbert.options
+    assert all("ndocs" not in settings for settings in colbert.profiles.values())
+    error = _experiment_error({"ndocs": 4096}, "colbertv2")
+    assert "has no option(s) 'ndocs'" in error and "ncells" in error and "query_config" not in error
+
+
 def test_duplicates_raise_and_unknown_names_suggest():
     reg: Registry[int] = Registry("thing")
     reg.register("bm25", 1)
@@ -69,3 +114,20 @@ def test_duplicates_raise_and_unknown_names_suggest():
 def test_names_must_be_filename_safe():
     with pytest.raises(ValueError, match="kebab-case"):
         Retriever(name="BM25 Lucene", family="sparse", architecture="lexical", query=lambda a, c: None)
+
+
+def test_closed_sets_are_enums_that_read_and_print_as_their_names():
+    from irgrid.core.profiles import PROFILES, ProfileName
+    from irgrid.core.retrievers import Family
+    from irgrid.data.datasets import GROUPS, Dataset, Group
+
+    assert FAMILIES == ("sparse", "expansion", "dense", "late-interaction", "reranker", "pipeline")
+    assert Family("late-interaction") is Family.LATE_INTERACTION and f"{Family.DENSE}|{Family.DENSE!r}" == "dense|'dense'"
+    assert json.dumps({"family": Family.DENSE}) == '{"family": "dense"}'
+    assert PROFILES == ("paper", "card") and ProfileName("card") is ProfileName.CARD
+    assert "byo" in GROUPS and Group.BEIR == "beir"
+    with pytest.raises(ValueError, match=r"family 'densse' is not one of \('sparse', 'expansion', 'dense'"):
+        Retriever(name="x", family="densse", architecture="-", query=print)
+    with pytest.raises(ValueError, match="dataset 'mine': group 'beirr' is not one of msmarco, beir, lotte"):
+        Dataset("mine", corpus="mine", group="beirr")
+    assert {e.family for e in ENTRIES} <= set(Family)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,23 +11,33 @@ from typing import Any
 class ModelRef:
     """A checkpoint: a Hugging Face id pinned to a revision (None only where none could be verified).
 
-    `arch` and `tiny` only matter in tiny-model mode (`IRGRID_TINY_MODELS=1`, `irgrid run --tiny-models`): `arch`
-    names the real architecture (see `irgrid.models.tiny.ARCHITECTURES`) from which a small random-weight model is built,
-    `tiny` holds extra parts of that checkpoint as (key, value) pairs (e.g. a ColBERT projection size).
+    `arch` and `tiny` describe the tiny random-weight stand-in of this checkpoint (wiring checks on a CPU): `arch`
+    names the real architecture (see `irgrid.models.tiny.ARCHITECTURES`) from which a small random-weight model is
+    built, `tiny` holds extra parts of that checkpoint as (key, value) pairs (e.g. a ColBERT projection size).
+    `stand_in` says that the stand-in replaces the checkpoint: set by `as_tiny()` when tiny-model mode is on
+    (`irgrid run --tiny-models`, `IRGRID_TINY_MODELS=1`, read once where entries are looked up), so the key below
+    is a function of this object alone, never of the environment at the time it is computed.
     """
 
     id: str
     revision: str | None = None
     arch: str | None = None
     tiny: tuple[tuple[str, Any], ...] = ()
+    stand_in: bool = False
+
+    def __post_init__(self) -> None:
+        if self.stand_in and self.arch is None:
+            raise ValueError(f"model {self.id}: a tiny stand-in needs the real architecture (arch=...)")
+
+    def as_tiny(self) -> ModelRef:
+        """This checkpoint replaced by its tiny stand-in; unchanged when it declares no architecture (such a
+        checkpoint has no stand-in and loads for real, as in tiny-model mode before)."""
+        return self if self.arch is None or self.stand_in else dataclasses.replace(self, stand_in=True)
 
     def config(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "revision": self.revision}
-        if self.arch is not None:
-            from irgrid.core import settings
-
-            if settings.tiny_models():  # tiny weights never share an index or a run with the real checkpoint
-                out["tiny"] = {"arch": self.arch, "parts": [list(p) for p in self.tiny]}
+        if self.stand_in:  # tiny weights never share an index or a run with the real checkpoint
+            out["tiny"] = {"arch": self.arch, "parts": [list(p) for p in self.tiny]}
         return out
 
     def __str__(self) -> str:

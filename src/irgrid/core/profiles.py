@@ -16,8 +16,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-PROFILES = ("paper", "card")
-DEFAULT_PROFILE = "card"  # experiment files without `profile:`; experiments/paper.yaml says `profile: paper`
+from irgrid.core.enums import NameEnum
+
+
+class ProfileName(NameEnum):
+    """The named configurations every entry runs under: what the paper's code ran, and the model card's."""
+
+    PAPER = "paper"
+    CARD = "card"
+
+
+PROFILES: tuple[ProfileName, ...] = tuple(ProfileName)
+DEFAULT_PROFILE = ProfileName.CARD  # experiment files without `profile:`; experiments/paper.yaml says `profile: paper`
 
 
 @dataclass(frozen=True)

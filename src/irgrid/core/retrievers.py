@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from irgrid.core.enums import NameEnum
 from irgrid.core.hashing import canonical, config_hash
 from irgrid.core.modelref import ModelRef, Resolved
 from irgrid.core.profiles import Setting, check_name, for_entry
@@ -27,7 +28,18 @@ if TYPE_CHECKING:
 # filled by irgrid.runner.cell on import (dependency inversion: this declarative layer never imports the runner)
 PIPELINE_BUILDER: dict[str, Callable[..., Any]] = {}
 
-FAMILIES = ("sparse", "expansion", "dense", "late-interaction", "reranker", "pipeline")  # pipeline: irgrid.runner.expressions
+class Family(NameEnum):
+    """Table 1's retriever families (the order `irgrid list` shows them in)."""
+
+    SPARSE = "sparse"
+    EXPANSION = "expansion"
+    DENSE = "dense"
+    LATE_INTERACTION = "late-interaction"
+    RERANKER = "reranker"
+    PIPELINE = "pipeline"  # a pipeline expression (irgrid.runner.expressions)
+
+
+FAMILIES: tuple[Family, ...] = tuple(Family)
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-.")
 
 
@@ -125,7 +137,7 @@ class Retriever:
     """One row of Table 1: a named, fully specified retriever."""
 
     name: str
-    family: str
+    family: str  # a Family (its value: entries and YAML give the plain name)
     architecture: str
     query: Callable[[Any, QueryContext], pt.Transformer]
     index: IndexRecipe | None = None
@@ -143,6 +155,16 @@ class Retriever:
     profile: str | None = None  # the profile applied (not part of the key: the settings it changed are)
     # option name -> (type, min, max) beyond `OPTION_TYPES` (not part of the key: it validates, never changes runs)
     option_types: Mapping[str, tuple[type, float | None, float | None]] = field(default_factory=dict)
+    # every checkpoint is its tiny stand-in (`with_tiny_models`); kept so that re-derived variants stay tiny
+    # (not part of the key: the checkpoints' own configurations are)
+    tiny_models: bool = False
+    # options that wire the entry to its parts (the dense encoder it is built from, its query spec, a re-ranker's
+    # head) -> what to do instead ('<value>' stands for the value given): `with_options` refuses them
+    wiring: Mapping[str, str] = field(default_factory=dict)
+    # model roles an option may point at another checkpoint (a generator; also every role a profile sets): every
+    # other role's checkpoint goes with the entry's prompts, pooling and heads, so swapping it by an option would
+    # silently pair mismatched parts
+    swappable: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name or set(self.name) - _NAME_CHARS or self.name[0] in "-.":
@@ -182,16 +204,33 @@ class Retriever:
             rebuilt = self.derive({**self.options, **{k: options[k] for k in self.derive_options if k in options}})
             # a re-derived entry keeps this entry's profiles (unless it has its own) and the one applied
             rebuilt = dataclasses.replace(rebuilt, profiles=rebuilt.profiles or self.profiles, profile=self.profile)
+            if self.tiny_models:  # derived from registered (real) entries: the stand-ins follow this entry
+                rebuilt = rebuilt.with_tiny_models()
             rest = {k: v for k, v in options.items() if k not in self.derive_options}
             return rebuilt.with_options(name=name or self.name, **rest)
         roles = set(self.all_models())
+        swappable = sorted(set(self.swappable) | {k for s in self.profiles.values() for k in s if k in roles})
+        settable = (set(self.options) - set(self.wiring)) | set(self.derive_options) | set(swappable)
         unknown = sorted(set(options) - set(self.options) - roles)
         if unknown:
             raise ValueError(
                 f"retriever {self.name!r} has no option(s) {', '.join(map(repr, unknown))}; "
-                f"its options are: {', '.join(sorted(set(self.options) | roles)) or '(none)'} "
-                f"(model roles take 'org/name' or 'org/name@revision')"
+                f"its options are: {', '.join(sorted(settable)) or '(none)'}"
+                + (" (model roles take 'org/name' or 'org/name@revision')" if swappable else "")
             )
+        wired = sorted(set(options) & set(self.wiring))
+        if wired:
+            value = options[wired[0]]
+            raise ValueError(f"retriever {self.name!r}: option {wired[0]!r} wires the entry to its parts and cannot "
+                             f"be set; {self.wiring[wired[0]].replace('<value>', str(value))}")
+        fixed_roles = sorted(set(options) & roles - set(swappable))
+        if fixed_roles:
+            raise ValueError(
+                f"retriever {self.name!r}: {fixed_roles[0]!r} is a model role, not an option: this entry's "
+                f"checkpoints go with its prompts, pooling and heads, so an option cannot swap one. To evaluate "
+                f"another checkpoint, list the registered entry for it (`irgrid list`) or register one "
+                f"(pipelines/*.py)" + (f"; roles this entry lets you swap: {', '.join(swappable)}"
+                                       if swappable else ""))
         swaps = {k: _model_from_option(v, self.all_models()[k], self.name, k) for k, v in options.items() if k in roles}
         merged = {**self.options, **{k: v for k, v in options.items() if k not in roles}}
         entry = dataclasses.replace(self, name=name or self.name, options=merged,
@@ -205,6 +244,23 @@ class Retriever:
                                         models={k: swaps.get(k, v) for k, v in index.models.items()})
             entry = dataclasses.replace(entry, index=index)
         return entry
+
+    def with_tiny_models(self) -> Retriever:
+        """This entry with every checkpoint that declares its architecture replaced by its tiny random-weight
+        stand-in (`ModelRef.as_tiny`): other keys, so tiny indexes and runs never mix with real ones."""
+        if self.tiny_models:
+            return self
+
+        def tiny(models: Mapping[str, ModelRef]) -> dict[str, ModelRef]:
+            return {k: v.as_tiny() for k, v in models.items()}
+
+        index = self.index
+        if index is not None:
+            stage = index.stage
+            if stage is not None:
+                stage = dataclasses.replace(stage, models=tiny(stage.models))
+            index = dataclasses.replace(index, stage=stage, models=tiny(index.models))
+        return dataclasses.replace(self, index=index, models=tiny(self.models), tiny_models=True)
 
     def with_profile(self, profile: str, name: str | None = None) -> Retriever:
         """This entry under a named profile ('paper' or 'card'): its settings applied as options, so the cache
@@ -280,5 +336,10 @@ def register(entry: Retriever) -> Retriever:
     return RETRIEVERS.register(entry.name, entry)
 
 
-def get(name: str) -> Retriever:
-    return RETRIEVERS.get(name)
+def get(name: str, tiny: bool | None = None) -> Retriever:
+    """A registered entry; with `tiny` (default: tiny-model mode, `irgrid.core.settings.tiny_models()`, read
+    here and nowhere else) its checkpoints are tiny stand-ins, which its keys then say."""
+    from irgrid.core import settings
+
+    entry = RETRIEVERS.get(name)
+    return entry.with_tiny_models() if (settings.tiny_models() if tiny is None else tiny) else entry

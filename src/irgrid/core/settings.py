@@ -42,6 +42,19 @@ def device() -> str | None:
     return value
 
 
+def max_models() -> int:
+    """IRGRID_MAX_MODELS (default 3): how many loaded models a process keeps at once (irgrid.models.cache); the
+    least recently used one is released first. Three covers the largest cell (HyDE: query and document encoders
+    and the generator); a grid also releases every model after each retriever's cells."""
+    value = (os.environ.get("IRGRID_MAX_MODELS") or "").strip()
+    if not value:
+        return 3
+    if not value.isdigit() or int(value) < 1:
+        raise SettingsError(f"IRGRID_MAX_MODELS={value!r} is not a whole number >= 1 (how many loaded models a "
+                            f"process keeps; unset it for 3)")
+    return int(value)
+
+
 def shared_root() -> Path | None:
     """The team's read-only shared folder (IRGRID_SHARED, else ../shared beside a source checkout when present).
 
@@ -51,11 +64,12 @@ def shared_root() -> Path | None:
     value = os.environ.get("IRGRID_SHARED")
     if value:
         return Path(value).expanduser()
-    candidate = Path(__file__).resolve().parents[2].parent / "shared"
+    candidate = Path(__file__).resolve().parents[3].parent / "shared"  # src/irgrid/core/settings.py
     return candidate if candidate.is_dir() else None
 
 
 def tiny_models() -> bool:
     """IRGRID_TINY_MODELS=1: every checkpoint that declares its architecture is replaced by a tiny random-weight
-    model of that architecture (wiring checks on a CPU; never results)."""
+    model of that architecture (wiring checks on a CPU; never results). Read where entries are looked up
+    (`irgrid.core.retrievers.get`), which marks their checkpoints (`ModelRef.stand_in`): keys never read it."""
     return os.environ.get("IRGRID_TINY_MODELS", "").lower() in ("1", "true", "yes")

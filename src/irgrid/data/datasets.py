@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from irgrid import paper
 from irgrid.core import settings
+from irgrid.core.enums import NameEnum
 from irgrid.core.registry import Registry, UnknownNameError, did_you_mean
 from irgrid.data import disastqa_ir
 from irgrid.data.errors import DatasetError
@@ -42,7 +43,19 @@ class Counts:
         return f"{fmt(self.queries)} q / {fmt(self.docs)} d"
 
 
-GROUPS = ("msmarco", "beir", "lotte", "instructir", "followir", "byo", "other")
+class Group(NameEnum):
+    """Which part of the paper a dataset belongs to (and which aggregate column it enters)."""
+
+    MSMARCO = "msmarco"
+    BEIR = "beir"
+    LOTTE = "lotte"
+    INSTRUCTIR = "instructir"
+    FOLLOWIR = "followir"
+    BYO = "byo"  # an experiment's own collection (irgrid.data.byo)
+    OTHER = "other"
+
+
+GROUPS: tuple[Group, ...] = tuple(Group)
 
 
 @dataclass(frozen=True)
@@ -55,7 +68,7 @@ class Dataset:
     duplicate_qids: str = ""  # why the benchmark's topics repeat query ids (refused unless declared)
     measures: tuple[str, ...] = ("nDCG@10",)
     notes: str = ""
-    group: str = "other"  # one of GROUPS: which part of the paper (and which aggregate) it belongs to
+    group: str = Group.OTHER  # a Group: which part of the paper (and which aggregate) it belongs to
     irds_name: str | None = None  # the ir_datasets id when it differs from `name` (BEIR test sets without a split)
     query_fields: tuple[str, ...] = ()  # several query fields joined with a space (instruction after the query)
     # or formatted with this template over the query fields (InstructIR: '{instruction} [SEP] {text}')
@@ -65,6 +78,10 @@ class Dataset:
     loader: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
     files: tuple[tuple[str, str], ...] = ()  # (role, sha256) of local files: their content keys the caches
     sample: tuple[int, int] | None = None  # (n, seed): a fixed random subset of the queries (CI-sized checks)
+
+    def __post_init__(self) -> None:
+        if self.group not in GROUPS:
+            raise ValueError(f"dataset {self.name!r}: group {self.group!r} is not one of {', '.join(GROUPS)}")
 
     @property
     def irds_id(self) -> str:

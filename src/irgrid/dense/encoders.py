@@ -499,9 +499,6 @@ class SideModel:
                 return self._pool(pooled, mask, pool_mask, pooled=True)
             return self._pool(hidden, mask, pool_mask)
 
-    def _dtype(self) -> Any:
-        return _torch_dtype(self.dtype_name)
-
     def _pool(self, hidden: Any, mask: Any, pool_mask: Any, pooled: bool = False) -> Any:
         import torch
 
@@ -727,15 +724,12 @@ class Engine:
 
 
 def engine_for(spec: EncoderSpec, side: str, resolved: Resolved, device: str | None, batch_size: int) -> Engine:
-    """One engine per (spec, side, checkpoint location, device, batch size) per process."""
-    key = (spec.name, side, resolved.location, resolved.source, device, batch_size, json.dumps(spec.config(),
-                                                                                              sort_keys=True))
-    if key not in _ENGINES:
-        _ENGINES[key] = Engine(spec, side, resolved, device=device, batch_size=batch_size)
-    return _ENGINES[key]
+    """One engine per (spec, side, checkpoint location, device, batch size), held in the bounded model cache."""
+    from irgrid.models.cache import MODELS
 
-
-_ENGINES: dict[tuple, Engine] = {}
+    key = ("engine", spec.name, side, resolved.location, resolved.source, device, batch_size,
+           json.dumps(spec.config(), sort_keys=True))
+    return MODELS.get(key, lambda: Engine(spec, side, resolved, device=device, batch_size=batch_size))
 
 
 # -------------------------------------------------------------------------------------------------------------
@@ -776,8 +770,3 @@ def index_dense(engine: Engine, docs: Iterable[Mapping[str, str]], path: Path) -
     record = {"encoder": engine.spec.name, **engine.stats.record()}
     (path / "encoding.json").write_text(json.dumps(record, indent=2))
     return record
-
-
-def loaded(spec: EncoderSpec, side: str, models: Mapping[str, Resolved], device: str | None,
-           batch_size: int) -> Engine:
-    return engine_for(spec, side, models["query" if side == "q" else "doc"], device, batch_size)

@@ -105,8 +105,7 @@ def late_query(index: Any, ctx: QueryContext) -> Any:
     engine = engine_for(spec, "q", ctx.models["query"], ctx.device, int(ctx.options["batch_size"]))
     o, n = ctx.options, int(index.meta["docs"])
     return make_query_encoder(engine) >> index.retriever(num_results=int(o["num_results"]),
-                                                         ncells=by_size(o["ncells"], n, "ncells"),
-                                                         ndocs=by_size(o["ndocs"], n, "ndocs"))
+                                                         ncells=by_size(o["ncells"], n, "ncells"))
 
 
 def _entry(spec: EncoderSpec, kw: dict[str, Any]) -> Retriever:
@@ -137,6 +136,10 @@ def _entry(spec: EncoderSpec, kw: dict[str, Any]) -> Retriever:
         index=recipe, models={"query": spec.query_model}, query=late_query if late else dense_query,
         options=opts, extra="dense", reference=reference, derive=derive,
         derive_options=(*SPEC_OPTIONS, *index_params),
+        wiring={"encoder": "to run another encoder, list its own entry instead ({name: <value>}): an entry's "
+                           "checkpoints, prompts and pooling go together",
+                "query_config": "the query side's settings are options of their own (query_template, "
+                                "query_max_length, ...): set those"},
         profiles={name: dict(settings) for name, settings in spec.profiles.items()},
     )
 

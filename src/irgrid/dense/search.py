@@ -49,7 +49,9 @@ class ExactRetriever(pt.Transformer):
     def _choose(self, device: str | None) -> tuple[str, str]:
         import torch
 
-        want = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        from irgrid.models.devices import pick_device
+
+        want = pick_device(device)
         if want.startswith("cuda") and torch.cuda.is_available():
             free, _ = torch.cuda.mem_get_info(torch.device(want))
             need = self.n * self.dim * 2  # fp16 matrix
@@ -183,14 +185,16 @@ class LateInteractionIndex:
         (self.path / "meta.json").write_text(json.dumps(meta, indent=2))
         return meta
 
-    def retriever(self, num_results: int = 1000, ncells: int = 4, ndocs: int = 4096) -> LateInteractionRetriever:
-        return LateInteractionRetriever(self, num_results=num_results, ncells=ncells, ndocs=ndocs)
+    def retriever(self, num_results: int = 1000, ncells: int = 4) -> LateInteractionRetriever:
+        """Candidates: every document with a token in the `ncells` cells nearest each query token, all scored by
+        exact MaxSim (no PLAID `ndocs` cap: nothing is pruned before exact scoring)."""
+        return LateInteractionRetriever(self, num_results=num_results, ncells=ncells)
 
 
 class LateInteractionRetriever(pt.Transformer):
-    def __init__(self, index: LateInteractionIndex, num_results: int, ncells: int, ndocs: int):
+    def __init__(self, index: LateInteractionIndex, num_results: int, ncells: int):
         meta = index.meta
-        self.num_results, self.ncells, self.ndocs = num_results, ncells, ndocs
+        self.num_results, self.ncells = num_results, ncells
         self.docnos = np.array((index.path / "docnos.txt").read_text().split("\n")[:-1], dtype=object)
         self.offsets = np.load(index.path / "offsets.npy")
         self.tokens = np.memmap(index.path / "tokens.f16", dtype=np.float16, mode="r",

@@ -123,12 +123,19 @@ def _hf_cache(ref: ModelRef) -> str | None:
 
 def resolve(ref: ModelRef | str, extra: dict[str, str] | None = None) -> Resolved:
     ref = ModelRef(ref) if isinstance(ref, str) else ref
-    from irgrid.core import settings
-
-    if settings.tiny_models() and ref.arch is not None:  # wiring checks: a tiny model of the real architecture
+    if ref.stand_in:  # wiring checks: a tiny model of the real architecture (its key says so: ModelRef.config)
         from irgrid.models.tiny import tiny_folder
 
-        return Resolved(ref, "tiny", str(tiny_folder(ref.id, ref.arch, ref.tiny)))
+        return Resolved(ref, "tiny", str(tiny_folder(ref.id, ref.arch, ref.tiny)))  # type: ignore[arg-type]
+    from irgrid.core import settings
+
+    if ref.arch is not None and settings.tiny_models():
+        # the real weights under a real key while tiny-model mode is on: an entry looked up before the mode was
+        # switched on, or a reference built by hand. Loading the real checkpoint here would be a silent fallback
+        raise ModelUnavailableError(
+            f"model {ref}: tiny-model mode is on (IRGRID_TINY_MODELS / --tiny-models) but this reference is not "
+            f"marked as a tiny stand-in. Look the entry up again with the mode on (irgrid.retriever(name), "
+            f"irgrid.core.retrievers.get(name)), or pass ref.as_tiny()")
     mapping = {**_mapping_file(), **(extra or {}), **_explicit}
     for key in ([f"{ref.id}@{ref.revision}"] if ref.revision else []) + [ref.id]:
         if key in mapping:

@@ -242,6 +242,11 @@ class Expression(Retriever):
             out.update({f"{name}:{role}": ref for role, ref in part.all_models().items()})
         return out
 
+    def with_tiny_models(self) -> Retriever:
+        """Every part on its tiny stand-ins (the parts' keys, hence this expression's, say so)."""
+        return dataclasses.replace(self, parts={n: p.with_tiny_models() for n, p in self.parts.items()},
+                                   tiny_models=True)
+
     def with_options(self, name: str | None = None, **options: Any) -> Retriever:
         if options:
             raise ValueError(f"pipeline {self.name!r} has no options: set options on the entries it names")

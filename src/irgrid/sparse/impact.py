@@ -10,7 +10,6 @@ All produce `toks` ({term: int impact}) like pyterrier-splade, scaled (×100), r
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -19,6 +18,9 @@ import more_itertools
 import pandas as pd
 import pyterrier as pt
 import torch
+
+from irgrid.models.cache import cached_model
+from irgrid.models.devices import pick_device
 
 SPECIAL = {"[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]"}
 
@@ -67,7 +69,7 @@ def _state(folder: Path) -> dict[str, torch.Tensor]:
     return out
 
 
-@functools.cache
+@cached_model
 def load_unicoil(location: str, revision: str | None, device: str | None, tiny: bool,
                  allow_unexpected: tuple[str, ...] = ()):
     """BERT plus uniCOIL's `tok_proj` (Pyserini's UniCoilEncoder layout), loaded strictly: BERT must match the
@@ -89,11 +91,11 @@ def load_unicoil(location: str, revision: str | None, device: str | None, tiny: 
         proj.reset_parameters()
     else:
         raise RuntimeError(f"{location}: no uniCOIL `tok_proj` weights found; is this a uniCOIL checkpoint?")
-    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    dev = torch.device(pick_device(device))
     return tokenizer, bert.to(dev), proj.eval().to(dev)
 
 
-@functools.cache
+@cached_model
 def load_token_regressor(location: str, revision: str | None, device: str | None,
                          allow_missing: tuple[str, ...] = (), allow_unexpected: tuple[str, ...] = ()):
     """DeepCT: a BERT token-classification head with one output (term importance), loaded strictly (a
@@ -107,11 +109,11 @@ def load_token_regressor(location: str, revision: str | None, device: str | None
     model = from_pretrained_strict(AutoModelForTokenClassification, location, what=f"DeepCT {location}",
                                    allow_missing=allow_missing, allow_unexpected=allow_unexpected, num_labels=1,
                                    **kw).eval()
-    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    dev = torch.device(pick_device(device))
     return tokenizer, model.to(dev)
 
 
-@functools.cache
+@cached_model
 def load_encoder(location: str, revision: str | None, device: str | None,
                  allow_unexpected: tuple[str, ...] = ()):
     """SPARTA: a plain transformer encoder (DistilBERT) and its input embedding table, loaded strictly."""
@@ -123,7 +125,7 @@ def load_encoder(location: str, revision: str | None, device: str | None,
     tokenizer = AutoTokenizer.from_pretrained(location, **kw)
     model = from_pretrained_strict(AutoModel, location, what=f"SPARTA encoder {location}",
                                    allow_unexpected=allow_unexpected, **kw).eval()
-    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    dev = torch.device(pick_device(device))
     return tokenizer, model.to(dev)
 
 
