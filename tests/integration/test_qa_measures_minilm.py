@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from irgrid.qa import measures
+from irgrid.qa import answer_measures as measures
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from irgrid.qa import evidence, measures, prompts
+from irgrid.qa import answer_measures as measures
+from irgrid.qa import evidence
+from irgrid.qa import reader_prompts as prompts
 from irgrid.qa.readers import READERS, clean_open_answer, parse_letter
 
 # Outputs of SmolLM2-135M-Instruct (greedy, bf16) on DisastQA multiple-choice prompts of this package.

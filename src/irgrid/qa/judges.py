@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from irgrid.qa.measures import sentences
+from irgrid.qa.answer_measures import sentences
 
 SCORERS = ("lexical", "embedding", "hybrid")
 JUDGES = SCORERS + ("llm",)

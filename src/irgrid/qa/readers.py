@@ -26,7 +26,7 @@ import pyterrier as pt
 
 from irgrid.core.modelref import ModelRef
 from irgrid.core.registry import Registry
-from irgrid.qa import prompts
+from irgrid.qa import reader_prompts as prompts
 
 
 @dataclass(frozen=True)

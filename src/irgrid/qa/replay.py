@@ -41,7 +41,8 @@ from irgrid.core import settings
 from irgrid.core.files import write_text_atomic
 from irgrid.core.hashing import config_hash
 from irgrid.data import disastqa as data
-from irgrid.qa import judges, measures, tables
+from irgrid.qa import answer_measures as measures
+from irgrid.qa import judges, tables
 from irgrid.qa.readers import clean_open_answer, parse_letter
 
 log = logging.getLogger("irgrid")

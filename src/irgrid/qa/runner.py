@@ -31,7 +31,9 @@ from irgrid.core.files import write_text_atomic
 from irgrid.core.hashing import config_hash
 from irgrid.data import disastqa as data
 from irgrid.data import disastqa_ir as collection
-from irgrid.qa import evidence, measures, prompts, readers, tables
+from irgrid.qa import answer_measures as measures
+from irgrid.qa import evidence, readers, tables
+from irgrid.qa import reader_prompts as prompts
 from irgrid.qa.evidence import Setting
 
 log = logging.getLogger("irgrid")

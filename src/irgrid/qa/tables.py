@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from irgrid.core.files import write_text_atomic
-from irgrid.qa import measures
+from irgrid.qa import answer_measures as measures
 
 
 def summary(df: pd.DataFrame, task: str, columns: Sequence[str], by: list[str], samples: int, seed: int
