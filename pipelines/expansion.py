@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from irgrid.pipelines import sparse
 from irgrid.pipelines.sparse import LUCENE_FLAT, build_lucene, open_lucene
 
 from irgrid.core.generation_prompts import Prompt
@@ -111,8 +112,9 @@ def doc2query_stage(ctx: BuildContext):
 
 
 def bm25_query(index, ctx: QueryContext):
-    o = ctx.options
-    return index.bm25(k1=o["k1"], b=o["b"], num_results=o["num_results"])
+    """`irgrid.pipelines.sparse.bm25_query`; kept under this module's name because a query function's module and
+    name are part of the run cache key (docT5query's cached runs stay valid)."""
+    return sparse.bm25_query(index, ctx)
 
 
 # generation's top_k is sampling's (0 disables it), not the impact pruning `top_k` of retrievers.OPTION_TYPES

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
+from irgrid.pipelines import sparse
 from irgrid.pipelines.sparse import build_lucene, open_lucene
 
 from irgrid.core.modelref import ModelRef
@@ -167,8 +168,9 @@ def sparta_query(index, ctx: QueryContext):
 
 
 def bm25_query(index, ctx: QueryContext):
-    o = ctx.options
-    return index.bm25(k1=o["k1"], b=o["b"], num_results=o["num_results"])
+    """`irgrid.pipelines.sparse.bm25_query`; kept under this module's name because a query function's module and
+    name are part of the run cache key (DeepCT's cached runs stay valid)."""
+    return sparse.bm25_query(index, ctx)
 
 
 # -- entries -----------------------------------------------------------------------------------------------------

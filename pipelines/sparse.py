@@ -50,6 +50,8 @@ def open_lucene_pisa(path, params, models):
 
 
 def bm25_query(index, ctx: QueryContext):
+    """BM25 with the entry's k1, b and num_results over a lexical index: the one implementation (docT5query and
+    DeepCT delegate to it)."""
     o = ctx.options
     return index.bm25(k1=o["k1"], b=o["b"], num_results=o["num_results"])
 

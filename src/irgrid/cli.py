@@ -167,7 +167,7 @@ def cmd_run(args) -> int:
 
         sys.stdout.write(format_family_projection(family_projection(spec, rows)))
         return 0
-    from irgrid.cluster.executors import ExecutorConfig
+    from irgrid.cluster.config import ExecutorConfig
 
     config = ExecutorConfig.load(args.executor_config, args.executor, shards=args.shards, partition=args.partition,
                                  gpus_per_job=args.gpus_per_job, time_min=args.time, address=args.ray_address,
@@ -187,7 +187,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from irgrid.cluster.executors import format_status, status
+    from irgrid.cluster.state import format_status, status
 
     data = status(args.out)
     sys.stdout.write(format_status(data))
@@ -390,7 +390,7 @@ def _run_reporting_errors(args) -> int:
     import errno
     import traceback
 
-    from irgrid.cluster.executors import ExecutorError
+    from irgrid.cluster.config import ExecutorError
     from irgrid.core.locks import LockTimeout
     from irgrid.core.settings import SettingsError
     from irgrid.data.datasets import DatasetError

@@ -79,7 +79,7 @@ def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store:
     A cell that fails at run time (out of memory, a crash in a library) is recorded with its error in
     `failures.json` and the grid goes on, unless `fail_fast`. Bad configuration fails before any work.
 
-    `executor` (an `irgrid.cluster.executors.ExecutorConfig`, an `Executor` or a name: local, ray, slurm) decides where
+    `executor` (an `irgrid.cluster.config.ExecutorConfig`, an `Executor` or a name: local, ray, slurm) decides where
     cells run; with ray or slurm every missing index, encoding shard and cell is a job of that engine (state and
     logs in `out`), and this process evaluates the stored runs once all jobs finished. `resume` resubmits only
     what is missing from an earlier submission to `out` (finished cells are never recomputed in any case).
@@ -136,14 +136,15 @@ def _out_lock(out: Path):
 def _run(spec: ExperimentSpec, out: Path | None, store: Store, fail_fast: bool, executor: Any,
          resume: bool) -> pd.DataFrame:
     from irgrid.cluster import executors as executors_mod
+    from irgrid.cluster.config import ExecutorError
     from irgrid.runner import outputs as report
 
     ex = executor if isinstance(executor, executors_mod.Executor) else executors_mod.make(executor)
     remote: dict[tuple[str, str], Failure] | None = None
-    if not ex.in_process:
+    if isinstance(ex, executors_mod.ClusterExecutor):
         if out is None:
-            raise executors_mod.ExecutorError(f"the {ex.name} executor needs an output folder (out=...): the grid's "
-                                              f"state and job logs are kept there")
+            raise ExecutorError(f"the {ex.name} executor needs an output folder (out=...): the grid's "
+                                f"state and job logs are kept there")
         remote = executors_mod.dispatch(spec, store, Path(out), ex, resume=resume)
     rows: list[dict[str, Any]] = []
     perquery: list[pd.DataFrame] = []
@@ -279,7 +280,7 @@ def plan(spec: ExperimentSpec, store: Store) -> list[dict[str, Any]]:
             if not row["run_cached"]:
                 row["status"] = "to run"
                 try:
-                    resolve_models(retriever.all_models(), spec.models)
+                    resolve_models(retriever.all_models(), spec.models, check_only=True)  # makes nothing
                 except models_mod.ModelUnavailableError as e:
                     row["status"], row["reason"] = "unresolvable", str(e)
                 if not row["index_cached"] and row["status"] == "to run":

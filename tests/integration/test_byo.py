@@ -80,3 +80,40 @@ def test_byo_errors_name_the_entry_and_the_fix(collection, change, message):
     with pytest.raises(ExperimentError, match=message):
         from_dict({"collections": [item], "datasets": ["vaswani"], "retrievers": ["bm25-pisa"],
                    "measures": ["AP"]}, source=str(collection / "bad.yaml"))
+
+
+def test_reading_an_experiment_changes_no_global_catalog(collection):
+    """A bring-your-own collection travels inside the spec: parsing (twice) registers nothing in irgrid's catalog
+    or ir_datasets, and the dataset still reaches its corpus."""
+    import ir_datasets
+
+    from irgrid.data import datasets as ds_mod
+
+    item = {"name": "slice-side-effects", "docs": "data/docs.tsv", "topics": "data/topics.tsv",
+            "qrels": "data/qrels.txt"}
+    exp = {"collections": [item], "datasets": [{"name": "slice-side-effects", "queries": 5}],
+           "retrievers": ["bm25-pisa"], "measures": ["nDCG@10"]}
+    catalog = ds_mod.DATASETS.names()
+    first = from_dict(exp, source=str(collection / "exp-fx.yaml"))
+    second = from_dict(exp, source=str(collection / "exp-fx.yaml"))
+    assert ds_mod.DATASETS.names() == catalog
+    assert "slice-side-effects" not in ir_datasets.registry
+    ds = first.datasets[0]
+    assert ds.config() == second.datasets[0].config()
+    assert ds.corpus_dataset().name == ds.corpus and ds.corpus not in ds_mod.DATASETS
+    assert ds.docs_count() == len(list(ds.docs())) > 250
+    # another collection under that name with other files: refused once both are used in one process
+    other = dict(item, docs="data/docs.jsonl")
+    clash = from_dict(dict(exp, collections=[other]), source=str(collection / "exp-fx.yaml")).datasets[0]
+    assert clash.corpus != ds.corpus
+    ds.topics()
+    with pytest.raises(ds_mod.DatasetError, match="already in use in this process with other files"):
+        clash.topics()
+
+
+def test_collection_key_typo_gets_a_suggestion(collection):
+    item = {"name": "slice-typo", "docs": "data/docs.tsv", "topics": "data/topics.tsv", "qrels": "data/qrels.txt",
+            "feilds": ["text"]}
+    with pytest.raises(ExperimentError, match=r"collections\[0\]: unknown key\(s\) \['feilds'\].*Did you mean 'fields'"):
+        from_dict({"collections": [item], "datasets": ["slice-typo"], "retrievers": ["bm25-pisa"]},
+                  source=str(collection / "typo.yaml"))

@@ -20,7 +20,8 @@ import pandas as pd
 import pytest
 
 from irgrid import grid
-from irgrid.cluster.executors import ExecutorConfig, build_graph
+from irgrid.cluster.config import ExecutorConfig
+from irgrid.cluster.graph import build_graph
 from irgrid.dense import encoders
 from irgrid.runner.experiment import from_dict
 from irgrid.store import Store
@@ -181,7 +182,7 @@ def test_slurm_executor_runs_the_grid_and_reports_a_failed_cell(setup, tmp_path)
     import cloudpickle
     from irgrid.pipelines.sparse import PISA_PORTER2
 
-    from irgrid.cluster import executors
+    from irgrid.cluster import state as grid_state
     from irgrid.core.retrievers import Retriever
 
     root, exp, _ = setup
@@ -196,10 +197,10 @@ def test_slurm_executor_runs_the_grid_and_reports_a_failed_cell(setup, tmp_path)
     failures = json.loads((out / "failures.json").read_text())
     assert [(f["retriever"], f["error"]) for f in failures] == [("broken", "RuntimeError: simulated CUDA out of memory in a job")]
     assert "log: " in failures[0]["traceback"] and "Traceback" in failures[0]["traceback"]
-    data = executors.status(out)
+    data = grid_state.status(out)
     assert {c["retriever"]: c["status"] for c in data["cells"]} == \
         {"bm25-pisa": "done", "all-minilm-l6-v2": "done", "broken": "failed"}
-    text = executors.format_status(data)
+    text = grid_state.format_status(data)
     assert "broken on exec-slice: failed: RuntimeError: simulated CUDA out of memory" in text
     log_path = Path(data["jobs"]["cell--exec-slice--broken"]["log"])
     assert "simulated CUDA out of memory" in log_path.read_text()

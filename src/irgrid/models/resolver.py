@@ -34,8 +34,9 @@ PACKAGED_GGUF: dict[str, tuple[str, str, str]] = {
 }
 
 
-def _gguf_folder(model_id: str) -> tuple[str, Path] | None:
-    """The dequantised HF folder of a GGUF-shipping package ($IRGRID_CACHE/models/...), made on first use."""
+def _gguf_folder(model_id: str, check_only: bool = False) -> tuple[str, Path] | None:
+    """The dequantised HF folder of a GGUF-shipping package ($IRGRID_CACHE/models/...), made on first use
+    (`check_only`: only where it is or would be; nothing is dequantised)."""
     if model_id not in PACKAGED_GGUF:
         return None
     module, filename, dist = PACKAGED_GGUF[model_id]
@@ -49,7 +50,7 @@ def _gguf_folder(model_id: str) -> tuple[str, Path] | None:
     from irgrid.core.files import atomic_dir
 
     folder = settings.cache_root() / "models" / f"{model_id.replace('/', '--')}-{dist}-gguf"
-    if not (folder / "config.json").exists():
+    if not check_only and not (folder / "config.json").exists():
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=filename)
@@ -121,12 +122,15 @@ def _hf_cache(ref: ModelRef) -> str | None:
         return None
 
 
-def resolve(ref: ModelRef | str, extra: dict[str, str] | None = None) -> Resolved:
+def resolve(ref: ModelRef | str, extra: dict[str, str] | None = None, check_only: bool = False) -> Resolved:
+    """Where the weights of `ref` are. `check_only` (plans, `--dry-run`) answers whether they are available
+    without making anything: no GGUF is dequantised and no tiny model is built (the location is where it would
+    be)."""
     ref = ModelRef(ref) if isinstance(ref, str) else ref
     if ref.stand_in:  # wiring checks: a tiny model of the real architecture (its key says so: ModelRef.config)
         from irgrid.models.tiny import tiny_folder
 
-        return Resolved(ref, "tiny", str(tiny_folder(ref.id, ref.arch, ref.tiny)))  # type: ignore[arg-type]
+        return Resolved(ref, "tiny", str(tiny_folder(ref.id, ref.arch, ref.tiny, build=not check_only)))  # type: ignore[arg-type]
     from irgrid.core import settings
 
     if ref.arch is not None and settings.tiny_models():
@@ -145,7 +149,7 @@ def resolve(ref: ModelRef | str, extra: dict[str, str] | None = None) -> Resolve
                     f"model {ref} is mapped to {path}, which does not exist; fix the mapping or stage the folder"
                 )
             return Resolved(ref, "mapping", str(path))
-    pkg = _package_folder(ref.id) or _gguf_folder(ref.id)
+    pkg = _package_folder(ref.id) or _gguf_folder(ref.id, check_only)
     if pkg:
         return Resolved(ref, f"package:{pkg[0]}", str(pkg[1]))
     cached = _hf_cache(ref)

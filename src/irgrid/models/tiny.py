@@ -98,13 +98,13 @@ def _seed(model_id: str) -> int:
     return int(hashlib.sha256(model_id.encode()).hexdigest()[:8], 16)
 
 
-def tiny_folder(model_id: str, arch: str, parts: tuple[tuple[str, Any], ...] = ()) -> Path:
-    """Build (once) and return the folder of the tiny model standing in for `model_id`."""
+def tiny_folder(model_id: str, arch: str, parts: tuple[tuple[str, Any], ...] = (), build: bool = True) -> Path:
+    """Build (once; not when `build` is False) and return the folder of the tiny model standing in for `model_id`."""
     if arch not in ARCHITECTURES:
         raise ValueError(f"no tiny architecture {arch!r} (for {model_id}); known: {', '.join(sorted(ARCHITECTURES))}")
     key = config_hash({"id": model_id, "arch": arch, "parts": [list(p) for p in parts], "v": 1})
     folder = settings.cache_root() / "tiny-models" / f"{model_id.replace('/', '--')}-{arch}-{key}"
-    if (folder / "tiny.json").exists():
+    if not build or (folder / "tiny.json").exists():
         return folder
     with atomic_dir(folder) as tmp:
         _build(tmp, model_id, arch, dict(parts))

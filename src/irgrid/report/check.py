@@ -18,7 +18,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from irgrid.core.schema import NUMBER, Key, Schema
+
 DEFAULT_TOLERANCE = 0.0005
+FILE = Schema({"expected": Key(list, required=True, nonempty=True,
+                               hint="a non-empty list of {dataset, system, measure, value, tolerance, source}")})
+ENTRY = Schema({"dataset": Key(required=True), "system": Key(required=True), "measure": Key(required=True),
+                "value": Key(NUMBER, required=True), "tolerance": Key(NUMBER), "source": Key()})
 
 
 class CheckError(ValueError):
@@ -65,23 +71,13 @@ def load_expected(path: str | Path) -> list[Expected]:
     path = Path(path)
     if not path.exists():
         raise CheckError(f"expected-scores file {path} does not exist")
-    data = yaml.safe_load(path.read_text())
-    items = data.get("expected") if isinstance(data, dict) else None
-    if not isinstance(items, list) or not items:
-        raise CheckError(f"{path}: expected a mapping with a non-empty list 'expected'")
+    items = FILE.check(yaml.safe_load(path.read_text()), str(path), CheckError)["expected"]
     out = []
     for i, item in enumerate(items):
         where = f"{path}: expected[{i}]"
-        if not isinstance(item, dict):
-            raise CheckError(f"{where}: expected a mapping, got {item!r}")
-        missing = sorted({"dataset", "system", "measure", "value"} - set(item))
-        unknown = sorted(set(item) - {"dataset", "system", "measure", "value", "tolerance", "source"})
-        if missing or unknown:
-            raise CheckError(f"{where}: missing {missing} / unknown {unknown} keys")
-        try:
-            value, tol = float(item["value"]), float(item.get("tolerance", DEFAULT_TOLERANCE))
-        except (TypeError, ValueError):
-            raise CheckError(f"{where}: value and tolerance must be numbers") from None
+        ENTRY.check(item, where, CheckError)
+        tol = DEFAULT_TOLERANCE if item.get("tolerance") is None else float(item["tolerance"])
+        value = float(item["value"])
         if not (math.isfinite(value) and tol >= 0):
             raise CheckError(f"{where}: value must be finite and tolerance >= 0")
         out.append(Expected(str(item["dataset"]), str(item["system"]), str(item["measure"]), value, tol,

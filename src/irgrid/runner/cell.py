@@ -33,8 +33,10 @@ from irgrid.store import CacheError, Store
 log = logging.getLogger("irgrid")
 
 
-def resolve_models(refs, extra: dict[str, str] | None = None) -> dict[str, modelref_mod.Resolved]:
-    return {role: models_mod.resolve(ref, extra) for role, ref in refs.items()}
+def resolve_models(refs, extra: dict[str, str] | None = None, check_only: bool = False,
+                   ) -> dict[str, modelref_mod.Resolved]:
+    """`check_only`: availability only (plans, `--dry-run`); see `irgrid.models.resolver.resolve`."""
+    return {role: models_mod.resolve(ref, extra, check_only) for role, ref in refs.items()}
 
 
 def open_index(retriever: Retriever, dataset: Dataset, store: Store, model_map: dict[str, str] | None = None):

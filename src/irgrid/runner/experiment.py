@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,16 +11,28 @@ from typing import Any
 from irgrid.core import retrievers as r_mod
 from irgrid.core.profiles import DEFAULT_PROFILE, ProfileError, check_name
 from irgrid.core.registry import UnknownNameError
+from irgrid.core.schema import Key, Schema
 from irgrid.data import datasets as ds_mod
 
 TESTS = ("t", "wilcoxon")
 CORRECTIONS = ("bonferroni", "holm", "holm-sidak", "hs", "sidak", "simes-hochberg", "fdr_bh", "fdr_by", "none")
-KEYS = {"name", "description", "datasets", "retrievers", "measures", "baseline", "test", "correction", "models",
-        "latency_sample", "collections", "aggregates", "profile", "self_matches"}
+SCHEMA = Schema({
+    "name": Key(), "description": Key(),
+    "datasets": Key(list, required=True, nonempty=True, hint="a non-empty list"),
+    "retrievers": Key(list, required=True, nonempty=True, hint="a non-empty list"),
+    "measures": Key(list, nonempty=True, hint="a non-empty list, or left out to use each dataset's own measures "
+                                              "(see `irgrid datasets`)"),
+    "baseline": Key(), "test": Key(), "correction": Key(),
+    "models": Key(dict, hint="a mapping of model ids to local folders"), "latency_sample": Key(),
+    "collections": Key(list, hint="a list of {name, docs, topics, qrels}"),
+    "aggregates": Key(list, hint="a list of aggregate names"), "profile": Key(), "self_matches": Key(),
+})
 # catalog: each dataset's own policy (ArguAna, Quora drop a query's own document); paper: additionally, on every
 # dataset a document whose id equals the query id is removed at evaluation unless judged relevant (irgrid.paper)
 SELF_MATCH_RULES = ("catalog", "paper")
-RETRIEVER_KEYS = ("name", "as", "options", "profile")
+RETRIEVER_SCHEMA = Schema({"name": Key(required=True), "as": Key(), "profile": Key(),
+                           "options": Key(dict, hint="a mapping of option names to values")})
+DATASET_SCHEMA = Schema({"name": Key(required=True), "queries": Key(), "seed": Key()})
 
 
 class ExperimentError(ValueError):
@@ -82,13 +94,11 @@ def parse_measure(text: str, where: str):
         ) from None
 
 
-def _dataset(item: Any, where: str, lookup, source: str) -> ds_mod.Dataset:
+def _dataset(item: Any, where: str, lookup: Callable[[str, str], ds_mod.Dataset], source: str) -> ds_mod.Dataset:
     """A dataset name, or {name, queries, seed} for a fixed random subset of its queries."""
     if isinstance(item, dict):
-        extra = sorted(set(item) - {"name", "queries", "seed"})
-        if extra or "name" not in item:
-            raise ExperimentError(f"{source}: {where}: expected a name or {{name, queries, seed}}, got {item!r}")
-        ds = lookup(ds_mod.get, str(item["name"]), where)
+        DATASET_SCHEMA.check(item, f"{source}: {where}", ExperimentError)
+        ds = lookup(str(item["name"]), where)
         if "queries" not in item:
             return ds
         n = _non_negative_int(item["queries"], f"{source}: {where}: queries")
@@ -96,7 +106,7 @@ def _dataset(item: Any, where: str, lookup, source: str) -> ds_mod.Dataset:
             raise ExperimentError(f"{source}: {where}: queries: 0 selects no query; give a number >= 1 or leave "
                                   f"'queries' out for all of them")
         return ds.with_sample(n, _non_negative_int(item.get("seed", 0), f"{source}: {where}: seed"))
-    return lookup(ds_mod.get, str(item), where)
+    return lookup(str(item), where)
 
 
 def _pipeline_item(item: dict, where: str) -> tuple[str, str, str]:
@@ -129,37 +139,45 @@ def load(path: str | Path) -> ExperimentSpec:
     return from_dict(data, source=str(path))
 
 
-def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
-    if not isinstance(data, dict):
-        raise ExperimentError(f"{source}: expected a mapping with keys {sorted(KEYS)}, got {type(data).__name__}")
-    unknown = sorted(set(data) - KEYS)
-    if unknown:
-        raise ExperimentError(f"{source}: unknown key(s) {unknown}; allowed keys are {sorted(KEYS)}")
-    for key in ("datasets", "retrievers"):
-        if not data.get(key) or not isinstance(data[key], list):
-            raise ExperimentError(f"{source}: '{key}' must be a non-empty list")
-    if "measures" in data and (not data["measures"] or not isinstance(data["measures"], list)):
-        raise ExperimentError(f"{source}: 'measures' must be a non-empty list, or left out to use each "
-                              f"dataset's own measures (see `irgrid datasets`)")
+def _collections(items: list[Any], source: str) -> dict[str, ds_mod.Dataset]:
+    """The file's own (bring-your-own) collections by name; read without registering anything anywhere."""
+    from irgrid.data import byo
 
-    def lookup(getter, name, where):
+    base = Path(source).resolve().parent if source != "<dict>" else Path.cwd()  # paths: relative to the YAML
+    found: dict[str, ds_mod.Dataset] = {}
+    for i, item in enumerate(items):
         try:
-            return getter(name)
+            ds = byo.build(item, base, f"{source}: collections[{i}]")
+        except byo.CollectionError as e:
+            raise ExperimentError(str(e)) from None
+        if ds.name in found and found[ds.name].config() != ds.config():
+            raise ExperimentError(f"{source}: collections[{i}]: dataset name {ds.name!r} is already registered "
+                                  f"(with other files or policies); give the collection another name")
+        found.setdefault(ds.name, ds)
+    return found
+
+
+def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
+    """The validated spec; no global state changes (its own collections travel inside its datasets)."""
+    SCHEMA.check(data, source, ExperimentError)
+
+    def lookup_retriever(name: str, where: str) -> r_mod.Retriever:
+        try:
+            return r_mod.get(name)
         except UnknownNameError as e:
             raise ExperimentError(f"{source}: {where}: {e}") from None
 
-    collections = data.get("collections") or []
-    if not isinstance(collections, list):
-        raise ExperimentError(f"{source}: 'collections' must be a list of {{name, docs, topics, qrels}}")
-    base = Path(source).resolve().parent if source != "<dict>" else Path.cwd()  # paths: relative to the YAML
-    for i, item in enumerate(collections):
-        from irgrid.data import byo
+    local = _collections(data.get("collections") or [], source)
 
+    def lookup_dataset(name: str, where: str) -> ds_mod.Dataset:
+        if name in local:
+            return local[name]
         try:
-            byo.register(item, base, f"{source}: collections[{i}]")
-        except byo.CollectionError as e:
-            raise ExperimentError(str(e)) from None
-    datasets = [_dataset(d, f"datasets[{i}]", lookup, source) for i, d in enumerate(data["datasets"])]
+            return ds_mod.get(name)
+        except UnknownNameError as e:
+            raise ExperimentError(f"{source}: {where}: {e}") from None
+
+    datasets = [_dataset(d, f"datasets[{i}]", lookup_dataset, source) for i, d in enumerate(data["datasets"])]
     default_profile = _profile_name(data.get("profile", DEFAULT_PROFILE), f"{source}: profile: ")
     seen_ds: dict[str, int] = {}
     for i, d in enumerate(datasets):
@@ -180,14 +198,10 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
         if not isinstance(item, dict) or "name" not in item:
             raise ExperimentError(f"{source}: {where}: expected a name, {{name, as, options, profile}} or "
                                   f"{{as, pipeline}}, got {item!r}")
-        extra = sorted(set(item) - set(RETRIEVER_KEYS))
-        if extra:
-            raise ExperimentError(f"{source}: {where}: unknown key(s) {extra}; allowed: {', '.join(RETRIEVER_KEYS)}")
-        base = lookup(r_mod.get, item["name"], where)
+        RETRIEVER_SCHEMA.check(item, f"{source}: {where}", ExperimentError)
+        base = lookup_retriever(item["name"], where)
         profile = _profile_name(item.get("profile", default_profile), f"{source}: {where}: profile: ")
         options = item.get("options") or {}
-        if not isinstance(options, dict):
-            raise ExperimentError(f"{source}: {where}: options must be a mapping of option names to values")
         try:  # the profile's settings first, then this item's options on top
             entry = base.with_profile(profile, name=item.get("as"))
             retrievers.append(entry.with_options(**options) if options else entry)
@@ -236,8 +250,6 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
         raise ExperimentError(f"{source}: self_matches: {self_matches!r} is not one of {SELF_MATCH_RULES}."
                               f"{did_you_mean(str(self_matches), list(SELF_MATCH_RULES))}")
     models = data.get("models") or {}
-    if not isinstance(models, dict):
-        raise ExperimentError(f"{source}: 'models' must map model ids to local folders")
     return ExperimentSpec(
         name=str(data.get("name") or Path(source).stem),
         datasets=datasets,

@@ -1,0 +1,81 @@
+"""One job, run where the engine put it (a Ray worker, a Slurm job, a local process): its status file, its log,
+and the work of its kind (index, shard, merge, cell) against the shared cache (under its locks)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from irgrid.cluster.config import ExecutorError
+from irgrid.cluster.graph import Task
+from irgrid.cluster.state import read_json
+from irgrid.core.files import write_text_atomic
+
+log = logging.getLogger("irgrid")
+
+
+def execute(task: Task, *dependencies: Any) -> dict[str, Any]:
+    """Run one job. `dependencies` are the results of the jobs it waited for (Ray passes them; unused)."""
+    os.environ.update(task.env)
+    out = Path(task.out)
+    status_path = out / "jobs" / f"{task.job_id}.json"
+    log_path = out / "logs" / f"{task.job_id}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    previous = read_json(status_path) or {}
+    attempt = int(previous.get("attempt", 0)) + 1
+    handler = logging.FileHandler(log_path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s", "%H:%M:%S"))
+    root = logging.getLogger("irgrid")
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    started = time.time()
+    base = {"job": task.job_id, "kind": task.kind, "attempt": attempt, "host": socket.gethostname(),
+            "pid": os.getpid(), "started": round(started, 3), "log": str(log_path)}
+    try:
+        log.info("job %s (%s), attempt %d, on %s pid %d", task.job_id, task.kind, attempt, base["host"], base["pid"])
+        write_text_atomic(status_path, json.dumps({**base, "status": "running"}, indent=2))
+        _run_task(task)
+    except BaseException as e:
+        tb = traceback.format_exc()
+        log.error("job %s FAILED: %s: %s\n%s", task.job_id, type(e).__name__, e, tb)
+        write_text_atomic(status_path, json.dumps({**base, "status": "failed", "error": f"{type(e).__name__}: {e}",
+                                                   "traceback": tb, "finished": round(time.time(), 3)}, indent=2))
+        raise
+    finally:
+        root.removeHandler(handler)
+        handler.close()
+    seconds = round(time.time() - started, 3)
+    write_text_atomic(status_path, json.dumps({**base, "status": "done", "seconds": seconds,
+                                               "finished": round(time.time(), 3)}, indent=2))
+    return {"job": task.job_id, "seconds": seconds}
+
+
+def _run_task(task: Task) -> None:
+    from irgrid.cluster import sharding
+    from irgrid.core import settings
+    from irgrid.runner import cell as cell_mod
+    from irgrid.store import Store
+
+    store = Store(task.store_root)
+    if task.kind == "index":
+        assert task.recipe is not None
+        cell_mod.ensure_index(task.recipe, task.dataset, store, task.model_map)
+    elif task.kind == "shard":
+        assert task.recipe is not None and task.span is not None
+        sharding.encode_shard(task.recipe, task.dataset, store, *task.span, task.model_map, settings.device())
+    elif task.kind == "merge":
+        assert task.recipe is not None
+        sharding.merge_shards(task.recipe, task.dataset, store, task.ranges)
+    elif task.kind == "cell":
+        assert task.retriever is not None
+        cell = cell_mod.run_cell(task.retriever, task.dataset, task.dataset.topics(), store, task.model_map,
+                             task.latency_sample)
+        log.info("%s on %s: %s", task.retriever.name, task.dataset.name, "cached" if cell.cached else "computed")
+    else:
+        raise ExecutorError(f"unknown job kind {task.kind!r}")
