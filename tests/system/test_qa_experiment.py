@@ -71,6 +71,10 @@ def test_spec_errors():
         runner.from_dict({**base, "retrievers": []})
     with pytest.raises(runner.QAExperimentError, match="reader"):
         runner.from_dict({**base, "readers": ["smollm3"]})
+    with pytest.raises(runner.QAExperimentError, match=r"<dict>: unknown key\(s\) \['setings'\].*Did you mean 'settings'"):
+        runner.from_dict({**base, "setings": ["base"]})
+    with pytest.raises(runner.QAExperimentError, match="<dict>: 'readers' must be a non-empty list of reader names"):
+        runner.from_dict({**base, "readers": "smollm2-135m-instruct"})
     with pytest.raises(runner.QAExperimentError, match="retrieved"):
         runner.from_dict({**base, "settings": ["oracle"]})
     with pytest.raises(runner.QAExperimentError, match="bm26"):

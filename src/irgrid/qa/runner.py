@@ -29,6 +29,7 @@ import pandas as pd
 from irgrid.core import settings
 from irgrid.core.files import write_text_atomic
 from irgrid.core.hashing import config_hash
+from irgrid.core.schema import Key, Schema
 from irgrid.data import disastqa as data
 from irgrid.data import disastqa_ir as collection
 from irgrid.qa import answer_measures as measures
@@ -38,9 +39,16 @@ from irgrid.qa.evidence import Setting
 
 log = logging.getLogger("irgrid")
 
-KEYS = {"name", "description", "task", "tasks", "readers", "settings", "collection", "generation", "measures",
-        "bertscore", "coverage", "retrieval_measures", "baseline", "test", "correction", "bootstrap", "models",
-        "templates"}
+SCHEMA = Schema({  # the QA experiment file (irgrid.core.schema: unknown keys get "did you mean")
+    "name": Key(), "description": Key(), "task": Key(str),
+    "tasks": Key(dict, hint="a mapping of mcq and/or oe to {n, seed, stratify}"),
+    "readers": Key(list, required=True, nonempty=True, hint="a non-empty list of reader names"),
+    "settings": Key(list, hint="a list of evidence settings"), "collection": Key(dict), "generation": Key(dict),
+    "measures": Key(dict, hint="a mapping like {oe: [ROUGE-L, ...]}"), "bertscore": Key(dict),
+    "coverage": Key((dict, str)), "retrieval_measures": Key(list), "baseline": Key(str), "test": Key(str),
+    "correction": Key(str), "bootstrap": Key((dict, int)), "models": Key(dict, hint="a mapping of model ids to local folders"),
+    "templates": Key(dict),
+})
 OE_MEASURES = ("ROUGE-L", "BLEU-4", "BERTScore-F1", "KeypointCoverage")
 CACHE_FORMAT = 1
 
@@ -95,11 +103,7 @@ def _setting(item: Any, where: str) -> Setting:
 
 
 def from_dict(raw: Any, source: str = "<dict>") -> QASpec:
-    if not isinstance(raw, dict):
-        raise QAExperimentError(f"{source}: expected a mapping")
-    unknown = sorted(set(raw) - KEYS)
-    if unknown:
-        raise QAExperimentError(f"{source}: unknown key(s) {unknown}; allowed keys are {sorted(KEYS)}")
+    SCHEMA.check(raw, source, QAExperimentError)
     if raw.get("task", "qa") != "qa":
         raise QAExperimentError(f"{source}: task must be 'qa' (retrieval grids run with `irgrid run`)")
     tasks = raw.get("tasks") or {"mcq": {}, "oe": {}}
@@ -108,9 +112,7 @@ def from_dict(raw: Any, source: str = "<dict>") -> QASpec:
     tasks = {t: {"n": (v or {}).get("n"), "seed": int((v or {}).get("seed", 0)),
                  "stratify": (v or {}).get("stratify", "answer" if t == "mcq" else "difficulty")}
              for t, v in tasks.items()}
-    names = raw.get("readers")
-    if not names or not isinstance(names, list):
-        raise QAExperimentError(f"{source}: 'readers' must be a non-empty list of reader names")
+    names = raw["readers"]
     reader_list = []
     for i, n in enumerate(names):
         if isinstance(n, dict) and "replay" in n:  # released answers of the DisastQA authors (irgrid.qa.replay)
