@@ -52,3 +52,19 @@ def test_a_failed_job_blocks_everything_downstream(tmp_path):
     assert state.data["cells"][0]["status"] == "blocked"
     failure = state.failures()[("vaswani", "bm25-pisa")]
     assert failure.error == "not run: needed job merge failed"
+
+
+def test_every_yaml_reader_refuses_duplicate_keys(tmp_path):
+    """cluster.yaml, expected-scores and QA experiment files are read like experiment files (irgrid.core.yamlsafe)."""
+    from irgrid.qa.runner import QAExperimentError
+    from irgrid.qa.runner import load as load_qa
+    from irgrid.report.check import CheckError, load_expected
+
+    bad = tmp_path / "dup.yaml"
+    bad.write_text("executor: ray\nexecutor: slurm\n")
+    with pytest.raises(ExecutorError, match="dup.yaml.*line 2: key 'executor' appears twice"):
+        ExecutorConfig.load(bad)
+    with pytest.raises(CheckError, match="dup.yaml.*line 2: key 'executor' appears twice"):
+        load_expected(bad)
+    with pytest.raises(QAExperimentError, match="dup.yaml.*line 2: key 'executor' appears twice"):
+        load_qa(bad)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from irgrid.core.schema import NUMBER, Key, Schema
+from irgrid.core.yamlsafe import read_yaml
 
 EXECUTORS = ("local", "ray", "slurm")
 
@@ -72,14 +73,13 @@ class ExecutorConfig:
     @classmethod
     def load(cls, path: str | Path | None, executor: str | None = None, **overrides: Any) -> ExecutorConfig:
         """The config file's top level and the section of the chosen executor, then non-None overrides."""
-        import yaml
 
         data: dict[str, Any] = {}
         if path is not None:
             path = Path(path)
             if not path.is_file():
                 raise ExecutorError(f"executor config {path} does not exist")
-            data = cls.FILE.check(yaml.safe_load(path.read_text()) or {}, str(path), ExecutorError)
+            data = cls.FILE.check(read_yaml(path, ExecutorError) or {}, str(path), ExecutorError)
         chosen = executor or data.get("executor") or "local"
         if chosen not in EXECUTORS:
             raise ExecutorError(f"executor {chosen!r} is not one of {EXECUTORS}")

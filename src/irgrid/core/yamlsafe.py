@@ -56,10 +56,10 @@ def load_file(path: str | Path) -> Any:
     limit = max_bytes()
     if size > limit:
         raise YamlError(f"{path}: {size / 2**20:.1f} MiB is larger than the {limit / 2**20:.1f} MiB allowed for an "
-                        f"experiment file (IRGRID_MAX_EXPERIMENT_BYTES raises the limit)")
+                        f"irgrid YAML file (IRGRID_MAX_EXPERIMENT_BYTES raises the limit)")
     raw = path.read_bytes()
     if b"\0" in raw:
-        raise YamlError(f"{path}: a binary file, not a YAML experiment file")
+        raise YamlError(f"{path}: a binary file, not a YAML file")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -72,3 +72,12 @@ def load_file(path: str | Path) -> Any:
         mark = getattr(e, "problem_mark", None)
         at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         raise YamlError(f"{path}{at}: not valid YAML: {getattr(e, 'problem', e)}") from None
+
+
+def read_yaml(path: str | Path, error: type[Exception]) -> Any:
+    """`load_file` for a reader with its own exception type (cluster config, expected scores, QA experiments):
+    the same size cap, no aliases, no duplicate keys, and line numbers in its errors."""
+    try:
+        return load_file(path)
+    except YamlError as e:
+        raise error(str(e)) from None

@@ -30,6 +30,7 @@ from irgrid.core import settings
 from irgrid.core.files import write_text_atomic
 from irgrid.core.hashing import config_hash
 from irgrid.core.schema import Key, Schema
+from irgrid.core.yamlsafe import read_yaml
 from irgrid.data import disastqa as data
 from irgrid.data import disastqa_ir as collection
 from irgrid.qa import answer_measures as measures
@@ -166,12 +167,11 @@ def from_dict(raw: Any, source: str = "<dict>") -> QASpec:
 
 
 def load(path: str | Path) -> QASpec:
-    import yaml
 
     path = Path(path)
     if not path.exists():
         raise QAExperimentError(f"experiment file {path} does not exist")
-    return from_dict(yaml.safe_load(path.read_text()), source=str(path))
+    return from_dict(read_yaml(path, QAExperimentError), source=str(path))
 
 
 # -- items and the collection -------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from irgrid.core.schema import NUMBER, Key, Schema
+from irgrid.core.yamlsafe import read_yaml
 
 DEFAULT_TOLERANCE = 0.0005
 FILE = Schema({"expected": Key(list, required=True, nonempty=True,
@@ -66,12 +67,11 @@ def expected_file_for(experiment: str | Path) -> Path:
 
 
 def load_expected(path: str | Path) -> list[Expected]:
-    import yaml
 
     path = Path(path)
     if not path.exists():
         raise CheckError(f"expected-scores file {path} does not exist")
-    items = FILE.check(yaml.safe_load(path.read_text()), str(path), CheckError)["expected"]
+    items = FILE.check(read_yaml(path, CheckError), str(path), CheckError)["expected"]
     out = []
     for i, item in enumerate(items):
         where = f"{path}: expected[{i}]"
