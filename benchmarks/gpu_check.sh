@@ -14,4 +14,4 @@ timeout 150 $PY benchmarks/encode.py --device cuda --docs 5000 --batch-size 256 
   --shapes minilm-l6,bert-base,bert-large,qwen3-0.6b,mistral-7b | tee "$OUT/encode.txt"
 timeout 60 $PY benchmarks/search.py --device cuda --docs 2000000 --dim 768 --queries 2048 | tee "$OUT/search.txt"
 timeout 60 $PY benchmarks/search.py --device cpu --docs 200000 --dim 768 --queries 256 | tee "$OUT/search_cpu.txt"
-timeout 90 $PY -m pytest -q -x tests/test_dense_entries.py -p no:cacheprovider 2>&1 | tail -5 | tee "$OUT/tiny_entries.txt"
+timeout 90 $PY -m pytest -q -x tests/integration/test_dense_entries.py -p no:cacheprovider 2>&1 | tail -5 | tee "$OUT/tiny_entries.txt"

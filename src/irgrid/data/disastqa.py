@@ -4,7 +4,7 @@ Where the files are: `IRGRID_DISASTQA` (the folder holding `final_mcq/` and `fin
 `$IRGRID_SHARED/datasets/disastqa`, else `../shared/datasets/disastqa` next to the repository. Nothing is ever
 written there.
 
-Quirks of the release, checked by tests/test_qa_data.py (counts are for the full files):
+Quirks of the release, checked by tests/integration/test_qa_data.py (counts are for the full files):
 
 * Multiple choice (`final_mcq/{base,golden,mix}_2000.json`): 2,000 items, the three files in the same order.
   Options are stored with their letter ("A. ..."), always A-D in order; the gold letters are balanced (500 each).

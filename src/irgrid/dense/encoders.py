@@ -4,7 +4,7 @@ An `EncoderSpec` is data: checkpoints (query and document side), pooling, normal
 lengths, prompt templates, dtype, `trust_remote_code`, citation and notes. `Engine` is behaviour, written once:
 
 - texts are rendered through the spec's templates (`{text}` is replaced; the rendered strings are exactly what
-  the tokenizer gets, and `tests/test_prompts.py` pins them per entry);
+  the tokenizer gets, and `tests/unit/test_prompts.py` pins them per entry);
 - a chunk of texts is tokenized ahead by a worker thread (the Rust tokenizer releases the GIL) while the model
   encodes the previous chunk;
 - within a chunk, texts are sorted by length and batched by a token budget, so batches carry little padding;

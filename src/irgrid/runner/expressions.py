@@ -609,7 +609,7 @@ def dense_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None
       indexed vectors (exactly the scores of the entry's full run for those documents);
     - otherwise: pyterrier-dr's BiEncoder text scorer over irgrid's engine for this entry (checkpoints, pooling,
       prompts, lengths), encoding only the candidates' texts, no index built. The vectors equal the indexed ones
-      up to float rounding of batch composition (tests/test_expressions.py compares the two paths).
+      up to float rounding of batch composition (tests/integration/test_expressions.py compares the two paths).
     """
     import numpy as np
     import pyterrier_dr
