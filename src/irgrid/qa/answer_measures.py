@@ -179,15 +179,17 @@ def coverage(decisions: Sequence[bool]) -> float:
 # -- statistics ---------------------------------------------------------------------------------------------------
 def bootstrap_ci(values: Sequence[float], samples: int = 1000, seed: int = 0, alpha: float = 0.05
                  ) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean (items resampled with replacement, fixed seed)."""
+    """Percentile bootstrap interval of the mean (items resampled with replacement, fixed seed): the same
+    bootstrap as the retrieval side's standard errors (`irgrid.report.stats.bootstrap_mean`)."""
+    from irgrid.report.stats import bootstrap_mean
+
     v = np.asarray(values, dtype=float)
     if len(v) == 0:
         return (float("nan"), float("nan"))
-    if len(v) == 1 or np.all(v == v[0]):
+    res = bootstrap_mean(v, samples, seed, confidence=1 - alpha)
+    if res is None:  # one item, or all equal: the interval is the value itself
         return (float(v[0]), float(v[0]))
-    rng = np.random.default_rng(seed)
-    means = v[rng.integers(0, len(v), size=(samples, len(v)))].mean(axis=1)
-    return (float(np.quantile(means, alpha / 2)), float(np.quantile(means, 1 - alpha / 2)))
+    return (float(res.confidence_interval.low), float(res.confidence_interval.high))
 
 
 def mcnemar_exact(a: Sequence[float], b: Sequence[float]) -> float:

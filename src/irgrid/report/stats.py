@@ -8,7 +8,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -24,20 +24,27 @@ BOOTSTRAP_B = 1000
 BOOTSTRAP_SEED = 0
 
 
-def bootstrap_se(values: Sequence[float] | np.ndarray, n_resamples: int = BOOTSTRAP_B,
-                 seed: int | Sequence[int] = BOOTSTRAP_SEED) -> float:
-    """Bootstrap standard error of the mean of per-query values (queries resampled with replacement, seeded).
-
-    scipy.stats.bootstrap does the resampling; its `standard_error` is the standard deviation (ddof=1) of the
-    B resampled means, i.e. Efron and Tibshirani's SE_boot as used for the paper's Δσ.
-    """
+def bootstrap_mean(values: Sequence[float] | np.ndarray, n_resamples: int = BOOTSTRAP_B,
+                   seed: int | Sequence[int] = BOOTSTRAP_SEED, confidence: float = 0.95) -> Any:
+    """The one bootstrap of a mean in irgrid (retrieval SEs here, QA confidence intervals in
+    `irgrid.qa.answer_measures`): items resampled with replacement from a seeded generator by
+    scipy.stats.bootstrap (percentile method), or None for an empty or constant sample, which scipy refuses."""
     from scipy.stats import bootstrap
 
     x = np.asarray(values, dtype=float)
-    if len(x) < 2 or np.all(x == x[0]):  # scipy refuses degenerate samples; the SE of a constant is 0
-        return 0.0 if len(x) else math.nan
-    res = bootstrap((x,), np.mean, n_resamples=n_resamples, vectorized=True, method="percentile",
-                    rng=np.random.default_rng(seed))
+    if len(x) < 2 or np.all(x == x[0]):
+        return None
+    return bootstrap((x,), np.mean, n_resamples=n_resamples, vectorized=True, method="percentile",
+                     confidence_level=confidence, rng=np.random.default_rng(seed))
+
+
+def bootstrap_se(values: Sequence[float] | np.ndarray, n_resamples: int = BOOTSTRAP_B,
+                 seed: int | Sequence[int] = BOOTSTRAP_SEED) -> float:
+    """Bootstrap standard error of the mean of per-query values: the standard deviation (ddof=1) of the B
+    resampled means, i.e. Efron and Tibshirani's SE_boot as used for the paper's Δσ (0 for a constant sample)."""
+    res = bootstrap_mean(values, n_resamples, seed)
+    if res is None:
+        return 0.0 if len(values) else math.nan
     return float(res.standard_error)
 
 
