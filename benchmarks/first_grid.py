@@ -30,7 +30,8 @@ def main() -> None:
 
     from pyterrier_dr import SBertBiEncoder
 
-    from irgrid.dense.encoders import ENCODERS, Engine, pick_device
+    from irgrid.dense.engine import Engine, pick_device
+    from irgrid.dense.spec import ENCODERS
     from irgrid.models.resolver import resolve
 
     device = pick_device(None)

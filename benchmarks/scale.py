@@ -346,7 +346,8 @@ def _encode(corpus: Path, n: int, out: Path) -> dict:
     """The real dense indexing path (engine.stream -> FlexIndex) with a tiny random-weight model of the
     all-MiniLM-L6-v2 architecture: what must stay flat in memory however large the corpus."""
     os.environ["IRGRID_TINY_MODELS"] = "1"
-    from irgrid.dense.encoders import ENCODERS, engine_for, index_dense, pick_device
+    from irgrid.dense.engine import engine_for, index_dense, pick_device
+    from irgrid.dense.spec import ENCODERS
     from irgrid.models.resolver import resolve
 
     spec = ENCODERS.get("all-minilm-l6-v2")

@@ -20,8 +20,8 @@ from irgrid.core.paper_code import (
     paper,
 )
 from irgrid.core.profiles import Setting
-from irgrid.dense.encoders import EncoderSpec
 from irgrid.dense.entry import dense_retriever
+from irgrid.dense.spec import EncoderSpec
 
 UNVERIFIED = "revision unverified offline: left unpinned"
 ST_HANDLER = "_load_model(): SentenceTransformer handler (fp32, normalize_embeddings=True, no prompt)"

@@ -1,5 +1,5 @@
 """Dense bi-encoders with an encoder-only backbone (Table 1), as data: each entry is an `EncoderSpec` run by the
-one engine in `irgrid.dense.encoders` (documents stream into a pyterrier-dr FlexIndex; exact search).
+one engine in `irgrid.dense.engine` (documents stream into a pyterrier-dr FlexIndex; exact search).
 
 An entry's defaults are the model card's / MTEB's values (its `card` profile says where each comes from); its
 `paper` profile holds what the paper's code (valentinsvelev/retriever-evaluation) ran where that differs, each
@@ -12,8 +12,8 @@ from __future__ import annotations
 from irgrid.core.modelref import ModelRef
 from irgrid.core.paper_code import ENCODER_PY, GENERIC_TITLES, MODELS_PY, REQUIREMENTS_OLD, generic, paper
 from irgrid.core.profiles import Setting
-from irgrid.dense.encoders import EncoderSpec
 from irgrid.dense.entry import dense_retriever
+from irgrid.dense.spec import EncoderSpec
 
 UNVERIFIED = "revision unverified offline (not in MTEB's registry): left unpinned"
 NO_CARD_DTYPE = "irgrid default (no card value): bf16 on GPU"

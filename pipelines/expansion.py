@@ -215,7 +215,7 @@ register(Retriever(
 
 # -- HyDE -----------------------------------------------------------------------------------------------------------
 def hyde_query(index, ctx: QueryContext):
-    from irgrid.dense.encoders import engine_for
+    from irgrid.dense.engine import engine_for
     from irgrid.dense.entry import side_spec
     from irgrid.dense.search import ExactRetriever
     from irgrid.generation import Expand

@@ -24,8 +24,8 @@ from __future__ import annotations
 from irgrid.core.modelref import ModelRef
 from irgrid.core.paper_code import COLBERT_PY, paper
 from irgrid.core.profiles import Setting
-from irgrid.dense.encoders import EncoderSpec
 from irgrid.dense.entry import dense_retriever
+from irgrid.dense.spec import EncoderSpec
 
 GET_ARGS = "_get_args(): ncells 4 if >= 5M docs else 2; ndocs = ncells * 2^13 if >= 5M docs else ncells * 2^12"
 SEARCHER = "colbert-ai Searcher.configure defaults for k >= 1000 (stanford-futuredata/ColBERT colbert/searcher.py)"

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from irgrid.core.retrievers import RETRIEVERS, get
-from irgrid.dense.encoders import ENCODERS
+from irgrid.dense.spec import ENCODERS
 
 DENSE = sorted(r.name for r in RETRIEVERS if r.family in ("dense", "late-interaction"))
 ISSUE_3 = {

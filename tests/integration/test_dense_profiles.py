@@ -19,7 +19,7 @@ def tiny(monkeypatch):
 
 
 def _side(spec, side="q"):
-    from irgrid.dense.encoders import SideModel
+    from irgrid.dense.model import SideModel
     from irgrid.models.resolver import resolve
 
     return SideModel(spec, side, resolve(spec.model(side).as_tiny()), "cpu")
@@ -27,7 +27,7 @@ def _side(spec, side="q"):
 
 # -- engine capabilities -------------------------------------------------------------------------------------------
 def test_document_fields_select_what_is_encoded(tiny):
-    from irgrid.dense.encoders import Engine
+    from irgrid.dense.engine import Engine
     from irgrid.models.resolver import resolve
 
     card = spec_of(RETRIEVERS.get("bge-large-v1.5"), "d")
@@ -107,7 +107,7 @@ def test_engine_loader_rejects_a_wrong_head_on_a_tiny_model(tiny):
 
 def test_engine_loader_rejects_real_minilm_weights_in_the_wrong_class():
     from irgrid.core.modelref import ModelRef
-    from irgrid.dense.encoders import EncoderSpec
+    from irgrid.dense.spec import EncoderSpec
     from irgrid.models.loading import CheckpointMismatchError
 
     minilm = ModelRef("sentence-transformers/all-MiniLM-L6-v2", "8b3219a92973c328a8e22fadcfa821b5dc75636a")
@@ -146,7 +146,7 @@ def test_fp16_autocast_keeps_fp32_weights_and_wraps_the_forward(tiny, monkeypatc
 
     import torch
 
-    from irgrid.dense.encoders import _torch_dtype
+    from irgrid.dense.checkpoints import _torch_dtype
 
     assert _torch_dtype("fp16-autocast") == torch.float32
     spec = spec_of(RETRIEVERS.get("contriever").with_profile("paper"))

@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from irgrid.dense.encoders import ENCODERS, Engine
+from irgrid.dense.engine import Engine
+from irgrid.dense.spec import ENCODERS
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +101,7 @@ def test_bidirectional_decoder_sees_later_tokens(monkeypatch):
     import torch
 
     monkeypatch.setenv("IRGRID_TINY_MODELS", "1")
-    from irgrid.dense.encoders import SideModel
+    from irgrid.dense.model import SideModel
     from irgrid.models.resolver import resolve
 
     def first_state(name):
@@ -119,7 +120,7 @@ def test_bidirectional_decoder_sees_later_tokens(monkeypatch):
 
 def test_prompt_tokens_are_excluded_from_pooling(monkeypatch):
     monkeypatch.setenv("IRGRID_TINY_MODELS", "1")
-    from irgrid.dense.encoders import SideModel
+    from irgrid.dense.model import SideModel
     from irgrid.models.resolver import resolve
 
     spec = ENCODERS.get("instructor-large")

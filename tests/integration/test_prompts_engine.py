@@ -69,7 +69,7 @@ EXPECTED = {
 def test_engine_sends_exactly_the_rendered_strings(monkeypatch):
     """The tokenizer gets spec.render(...) and nothing else (checked on a tiny model of the real architecture)."""
     monkeypatch.setenv("IRGRID_TINY_MODELS", "1")
-    from irgrid.dense.encoders import SideModel
+    from irgrid.dense.model import SideModel
     from irgrid.models.resolver import resolve
 
     for profile in ("card", "paper"):

@@ -22,7 +22,7 @@ import pytest
 from irgrid import grid
 from irgrid.cluster.config import ExecutorConfig
 from irgrid.cluster.graph import build_graph
-from irgrid.dense import encoders
+from irgrid.models.cache import MODELS
 from irgrid.runner.experiment import from_dict
 from irgrid.store import Store
 
@@ -43,7 +43,7 @@ def setup(tmp_path_factory):
     (root / "exp.yaml").write_text(json.dumps(exp))  # JSON is YAML
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("IRGRID_ENCODE_CHUNK", str(CHUNK))  # jobs inherit it: every process encodes the same chunks
-        mp.setattr(encoders, "_ENGINES", {})
+        MODELS.release_all()  # engines made in this process pick up the chunk size
         spec = from_dict(exp, source=str(root / "exp.yaml"))
         reference = grid.run(spec, out=root / "local", store=Store(root / "local-cache"))
         assert not reference.attrs["failures"]

@@ -66,3 +66,10 @@ def test_corpus_size_rules():
     with pytest.raises(ValueError, match="no row for 0 documents"):
         by_size([[0, 2]], 0, "ncells")
 
+
+
+def test_every_declared_checkpoint_layout_has_one_loader():
+    from irgrid.dense.checkpoints import CHECKPOINT_LOADERS
+    from irgrid.dense.spec import LOADERS
+
+    assert set(CHECKPOINT_LOADERS) == set(LOADERS)

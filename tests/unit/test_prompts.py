@@ -13,8 +13,8 @@ import re
 import pytest
 
 from irgrid.core.retrievers import RETRIEVERS
-from irgrid.dense.encoders import ENCODERS
 from irgrid.dense.entry import spec_of
+from irgrid.dense.spec import ENCODERS
 
 Q = "what is x?"
 R = {"title": "Title.", "text": "Body text."}

@@ -1,13 +1,13 @@
 """A dense corpus encoding split into shards (jobs on different GPUs or nodes) and merged into one index.
 
 Shards are contiguous document ranges in corpus order. Every shard starts on a multiple of the engine's chunk
-size (`irgrid.dense.encoders.default_chunk_size`, `IRGRID_ENCODE_CHUNK`): the engine forms batches within a chunk, so
+size (`irgrid.dense.engine.default_chunk_size`, `IRGRID_ENCODE_CHUNK`): the engine forms batches within a chunk, so
 each shard sees exactly the chunks, batches and padding that one process would, and the merged vectors are
 bit-for-bit those of a single-process encode (same model, same dtype, same kind of device).
 
 Each shard writes `vectors.f4` (float32, row-major) and `docnos.json` under a temporary name and publishes the
 folder with a marker when complete; the merge streams the shards in corpus order into the same pyterrier-dr
-FlexIndex that `irgrid.dense.encoders.index_dense` writes, then deletes the shards. Only the engine's public
+FlexIndex that `irgrid.dense.engine.index_dense` writes, then deletes the shards. Only the engine's public
 functions are used (`engine_for`, `Engine.stream`).
 """
 
@@ -45,7 +45,7 @@ def shardable(recipe: IndexRecipe) -> bool:
 
 
 def chunk_size() -> int:
-    from irgrid.dense.encoders import default_chunk_size
+    from irgrid.dense.engine import default_chunk_size
 
     return default_chunk_size()
 
@@ -71,7 +71,7 @@ def shard_ready(store: Store, recipe: IndexRecipe, dataset: Dataset, start: int,
 
 
 def _engine(recipe: IndexRecipe, model_map: Mapping[str, str] | None, device: str | None) -> Any:
-    from irgrid.dense.encoders import engine_for
+    from irgrid.dense.engine import engine_for
     from irgrid.dense.entry import side_spec
     from irgrid.runner.cell import resolve_models
 

@@ -16,15 +16,8 @@ from typing import Any
 
 from irgrid.core.hashing import cache_name
 from irgrid.core.retrievers import BuildContext, IndexRecipe, QueryContext, Retriever, register
-from irgrid.dense.encoders import (
-    SPEC_OPTIONS,
-    EncoderSpec,
-    SideSpec,
-    engine_for,
-    index_dense,
-    make_query_encoder,
-    register_encoder,
-)
+from irgrid.dense.engine import engine_for, index_dense, make_query_encoder
+from irgrid.dense.spec import SPEC_OPTIONS, EncoderSpec, SideSpec, register_encoder
 
 
 def side_spec(params: Mapping[str, Any], side: str) -> EncoderSpec:

@@ -614,7 +614,8 @@ def dense_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None
     import numpy as np
     import pyterrier_dr
 
-    from irgrid.dense.encoders import ENCODERS, engine_for, make_query_encoder
+    from irgrid.dense.engine import engine_for, make_query_encoder
+    from irgrid.dense.spec import ENCODERS
 
     spec = ENCODERS.get(entry.options["encoder"])
     batch = int(entry.options["batch_size"])

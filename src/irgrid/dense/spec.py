@@ -1,0 +1,216 @@
+"""Bi-encoder specs as data: checkpoints (query and document side), pooling, normalisation, similarity,
+maximum lengths, prompt templates, dtype and document fields, and the registry of every dense entry's spec.
+
+Light: no torch (entries and `irgrid list` import it). The rendered strings are exactly what the tokenizer gets;
+`tests/unit/test_prompts.py` pins them per entry."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from irgrid.core.hashing import config_hash
+from irgrid.core.modelref import ModelRef
+from irgrid.core.registry import Registry
+
+if TYPE_CHECKING:
+
+    pass
+
+
+POOLINGS = ("cls", "pooler", "mean", "last", "latent-attention", "colbert")
+
+
+SIMILARITIES = ("dot", "cos")
+
+
+# fp16-autocast: fp32 weights, fp16 compute under torch.autocast (the paper code's generic path); CPU is always fp32
+DTYPES = ("fp32", "fp16", "bf16", "fp16-autocast")
+
+
+LOADERS = ("auto", "dpr", "t5-encoder", "colbert", "nv-embed", "ance")
+
+
+DOC_FIELDS = ("title", "text")
+
+
+FLAT = (("title", "text"), " ")  # (doc_fields, doc_sep) of the flat documents `Dataset.docs()` yields
+
+
+# spec fields a profile (irgrid.core.profiles) or an experiment's `options:` may set on a dense entry
+SPEC_OPTIONS = ("query_template", "doc_template", "query_max_length", "doc_max_length", "doc_fields", "doc_sep",
+                "doc_empty",
+                "query_pair", "query_length_rule", "pooling", "normalize", "similarity", "pool_prompt", "append_eos",
+                "dtype", "loader", "adapters", "truncate_dim")
+
+
+_TUPLE_FIELDS = ("doc_fields", "query_length_rule", "adapters", "allow_missing", "allow_unexpected")
+
+
+@dataclass(frozen=True)
+class EncoderSpec:
+    """Everything that determines a bi-encoder's vectors, as data (see module docstring).
+
+    The defaults of an entry are the model card's (or MTEB's) values; `profiles` holds the named, sourced
+    settings (irgrid.core.profiles): `card` documents where the defaults come from, `paper` what the paper's code ran
+    where it differs. The dense entry applies a profile by replacing these fields (`SPEC_OPTIONS`)."""
+
+    name: str
+    query_model: ModelRef
+    pooling: str
+    normalize: bool
+    similarity: str
+    query_max_length: int
+    doc_max_length: int
+    doc_model: ModelRef | None = None  # None: one checkpoint encodes both sides
+    query_template: str = "{text}"  # `{text}` is replaced by the query
+    doc_template: str = "{text}"  # `{text}` is replaced by the document (its `doc_fields` joined by `doc_sep`)
+    doc_fields: tuple[str, ...] = ("title", "text")  # which document fields, in order (empty ones are skipped)
+    doc_sep: str = " "
+    doc_empty: str = ""  # stands for an empty or absent field (EmbeddingGemma's 'none'); "": such fields are skipped
+    query_pair: bool = False  # the query template's prefix is the first sequence of a text pair, the query the second
+    # (factor, cap): each query's length is min(cap, max(query_max_length, int(factor * words))) (RAGatouille)
+    query_length_rule: tuple[float, int] | None = None
+    pool_prompt: bool = True  # False: prompt tokens are excluded from mean pooling (LLM2Vec, GritLM, NV-Embed)
+    bidirectional: bool = False  # decoder run without its causal mask (LLM2Vec, NV-Embed, GritLM embedding mode)
+    append_eos: bool = False  # last-token pooling on an EOS appended after truncation (unless already there)
+    dtype: str = "bf16"  # on GPU; CPU encodes in fp32
+    trust_remote_code: bool = False
+    loader: str = "auto"
+    adapters: tuple[str, str] | None = None  # (query, document) task adapters (Jina v3 LoRA)
+    truncate_dim: int | None = None  # Matryoshka truncation (before normalisation)
+    colbert: Mapping[str, Any] | None = None  # late interaction: query augmentation, markers, skiplist
+    # checkpoint parameters this entry knowingly leaves unloaded / unused (globs); anything else is an error
+    allow_missing: tuple[str, ...] = ()
+    allow_unexpected: tuple[str, ...] = ()
+    profiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # name -> {field: Setting}
+    citation: str = ""
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"{self.name}: pooling {self.pooling!r} not one of {POOLINGS}")
+        if self.similarity not in SIMILARITIES:
+            raise ValueError(f"{self.name}: similarity {self.similarity!r} not one of {SIMILARITIES}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"{self.name}: dtype {self.dtype!r} not one of {DTYPES}")
+        if self.loader not in LOADERS:
+            raise ValueError(f"{self.name}: loader {self.loader!r} not one of {LOADERS}")
+        for t in (self.query_template, self.doc_template):
+            if not isinstance(t, str) or t.count("{text}") != 1:
+                raise ValueError(f"{self.name}: template {t!r} must contain '{{text}}' exactly once")
+        bad = [f for f in self.doc_fields if f not in DOC_FIELDS]
+        if bad or not self.doc_fields:
+            raise ValueError(f"{self.name}: doc_fields {list(self.doc_fields)} must name some of {DOC_FIELDS}")
+        if self.query_length_rule is not None and len(self.query_length_rule) != 2:
+            raise ValueError(f"{self.name}: query_length_rule is (factor, cap), got {self.query_length_rule!r}")
+
+    @property
+    def document_model(self) -> ModelRef:
+        return self.doc_model or self.query_model
+
+    def model(self, side: str) -> ModelRef:
+        return self.query_model if side == "q" else self.document_model
+
+    def template(self, side: str) -> str:
+        return self.query_template if side == "q" else self.doc_template
+
+    def max_length(self, side: str) -> int:
+        return self.query_max_length if side == "q" else self.doc_max_length
+
+    @property
+    def flat_documents(self) -> bool:
+        """Whether the documents are the flat join every dataset yields (title + text, space-separated)."""
+        return (tuple(self.doc_fields), self.doc_sep) == FLAT and not self.doc_empty
+
+    def document(self, record: Mapping[str, Any]) -> str:
+        """A document's text from its fields ({'title', 'text'}; flat records hold only 'text')."""
+        if self.doc_empty:
+            return self.doc_sep.join(str(record.get(f) or self.doc_empty) for f in self.doc_fields)
+        return self.doc_sep.join(str(record[f]) for f in self.doc_fields if record.get(f))
+
+    def render(self, text: str, side: str) -> str | tuple[str, str]:
+        """The exact input the tokenizer gets for a query ('q') or a document text ('d'): a string, or a
+        (first, second) text pair when `query_pair` is set."""
+        prefix, suffix = self.template(side).split("{text}")
+        if side == "q" and self.query_pair:
+            return prefix, text + suffix
+        if self.colbert is not None:  # ColBERT prepends ". " and overwrites that token with its Q/D marker
+            prefix = ". " + prefix
+        return prefix + text + suffix
+
+    def query_length(self, text: str) -> int:
+        """The token length of one query: fixed, or RAGatouille's rule on the words of the templated query."""
+        if self.query_length_rule is None:
+            return self.query_max_length
+        factor, cap = self.query_length_rule
+        words = len(self.template("q").replace("{text}", text).split(" "))
+        return min(int(cap), max(self.query_max_length, int(words * float(factor))))
+
+    def with_settings(self, **settings: Any) -> EncoderSpec:
+        """This spec with some `SPEC_OPTIONS` replaced (values from YAML: lists become tuples)."""
+        unknown = sorted(set(settings) - set(SPEC_OPTIONS))
+        if unknown:
+            raise ValueError(f"{self.name}: {unknown} cannot be set; settable: {', '.join(SPEC_OPTIONS)}")
+        fixed = {k: tuple(v) if k in _TUPLE_FIELDS and isinstance(v, list) else v for k, v in settings.items()}
+        return dataclasses.replace(self, **fixed)
+
+    def side_config(self, side: str, with_model: bool = True) -> dict[str, Any]:
+        """What determines one side's vectors: its hash keys indexes (document side) and runs."""
+        out = {k: v for k, v in dataclasses.asdict(self).items()
+               if k not in ("name", "citation", "notes", "query_model", "doc_model", "query_template",
+                            "doc_template", "query_max_length", "doc_max_length", "profiles", "allow_missing",
+                            "allow_unexpected", "doc_fields", "doc_sep", "doc_empty", "query_pair",
+                            "query_length_rule")}
+        if with_model:
+            out["model"] = self.model(side).config()
+        out["template"] = self.template(side)
+        out["max_length"] = self.max_length(side)
+        out["adapters"] = list(self.adapters) if self.adapters else None
+        out["colbert"] = dict(self.colbert) if self.colbert else None
+        # settings added later enter the key only when not at their default, so older caches stay valid
+        if side == "d" and not self.flat_documents:
+            out["doc_fields"], out["doc_sep"] = list(self.doc_fields), self.doc_sep
+            if self.doc_empty:
+                out["doc_empty"] = self.doc_empty
+        if side == "q" and self.query_pair:
+            out["query_pair"] = True
+        if side == "q" and self.query_length_rule is not None:
+            out["query_length_rule"] = list(self.query_length_rule)
+        return out
+
+    def config(self) -> dict[str, Any]:
+        return {"q": self.side_config("q"), "d": self.side_config("d")}
+
+
+@dataclass(frozen=True, eq=False)
+class SideSpec:
+    """One side of a spec carried by value in index params / query options: engines are built from `spec`,
+    and the cache key is that side's configuration only, so profiles that agree on a side share its caches."""
+
+    spec: EncoderSpec
+    side: str
+
+    def config(self) -> Any:
+        cfg = self.spec.side_config(self.side, with_model=False)
+        return cfg if self.side == "d" else config_hash(cfg)  # the query side's key was a hash: keep it
+
+    def __str__(self) -> str:
+        return f"{self.spec.name}:{self.side}"
+
+    __repr__ = __str__
+
+
+def _load_entries() -> None:
+    from irgrid.core import entries
+
+    entries.load()
+
+
+ENCODERS: Registry[EncoderSpec] = Registry("encoder", loader=_load_entries)
+
+
+def register_encoder(spec: EncoderSpec) -> EncoderSpec:
+    return ENCODERS.register(spec.name, spec)
