@@ -172,3 +172,15 @@ def test_late_interaction_maxsim_is_exact(tmp_path):
     assert np.allclose(retr.maxsim(q, cands, block=7), naive, atol=1e-4)
     out = retr.transform(pd.DataFrame({"qid": ["1"], "query": ["x"], "query_embs": [q]}))
     assert out["docno"].tolist() == [f"d{i}" for i in np.argsort(-naive, kind="stable")[:10]]
+
+
+def test_streaming_pins_glibc_mmap_threshold():
+    """Streaming encoding pins glibc's mmap threshold (the dynamic one fragmented the heap: RSS grew per document)."""
+    import platform
+
+    from irgrid import encoders
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("only glibc has a dynamic mmap threshold")
+    assert encoders._fixed_mmap_threshold() is True
+    assert encoders.MMAP_THRESHOLD == 64 * 1024
