@@ -184,3 +184,22 @@ def test_streaming_pins_glibc_mmap_threshold():
         pytest.skip("only glibc has a dynamic mmap threshold")
     assert encoders._fixed_mmap_threshold() is True
     assert encoders.MMAP_THRESHOLD == 64 * 1024
+
+
+def test_late_interaction_kmeans_trains_on_a_document_sample(tmp_path):
+    """ColBERTv2's sample: min(n, 1 + 16 sqrt(120 n)) random documents' token vectors train the k-means."""
+    from irgrid.dense_search import LateInteractionIndex, kmeans_sample_docs
+
+    assert kmeans_sample_docs(1000).tolist() == list(range(1000))  # small corpora: every document
+    big = kmeans_sample_docs(100_000)
+    assert len(big) == 1 + int(16 * (120 * 100_000) ** 0.5) == 55_426
+    assert (np.diff(big) > 0).all() and big[-1] < 100_000 and big.tolist() == kmeans_sample_docs(100_000).tolist()
+    rng = np.random.default_rng(3)
+    n = 40_000
+    vecs = rng.standard_normal((2 * n, 8)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    meta = LateInteractionIndex(tmp_path / "late").build([([f"d{i}" for i in range(n)],
+                                                          [vecs[2 * i:2 * i + 2] for i in range(n)])])
+    assert meta["kmeans_sample_docs"] == len(kmeans_sample_docs(n)) < n
+    assert meta["kmeans_sample_tokens"] == 2 * meta["kmeans_sample_docs"] and meta["tokens"] == 2 * n
+    assert np.load(tmp_path / "late" / "assign.npy").shape == (2 * n,)  # every token vector is still assigned
