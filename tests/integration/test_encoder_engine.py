@@ -128,3 +128,34 @@ def test_prompt_tokens_are_excluded_from_pooling(monkeypatch):
     prompt = spec.query_template.split("{text}")[0]  # the card's instruction (the paper's final code sent none)
     n_prompt = len(side.tokenizer(prompt, add_special_tokens=False)["input_ids"])
     assert side._prefix_tokens == n_prompt + 1  # [CLS] of the tiny model's WordPiece tokenizer + the instruction
+
+
+def test_streaming_pins_glibc_mmap_threshold():
+    """Streaming encoding pins glibc's mmap threshold (the dynamic one fragmented the heap: RSS grew per document)."""
+    import platform
+
+    from irgrid.dense import engine as encoders
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("only glibc has a dynamic mmap threshold")
+    assert encoders._fixed_mmap_threshold() is True
+    assert encoders.MMAP_THRESHOLD == 64 * 1024
+
+
+def test_late_interaction_kmeans_trains_on_a_document_sample(tmp_path):
+    """ColBERTv2's sample: min(n, 1 + 16 sqrt(120 n)) random documents' token vectors train the k-means."""
+    from irgrid.dense.search import LateInteractionIndex, kmeans_sample_docs
+
+    assert kmeans_sample_docs(1000).tolist() == list(range(1000))  # small corpora: every document
+    big = kmeans_sample_docs(100_000)
+    assert len(big) == 1 + int(16 * (120 * 100_000) ** 0.5) == 55_426
+    assert (np.diff(big) > 0).all() and big[-1] < 100_000 and big.tolist() == kmeans_sample_docs(100_000).tolist()
+    rng = np.random.default_rng(3)
+    n = 40_000
+    vecs = rng.standard_normal((2 * n, 8)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    meta = LateInteractionIndex(tmp_path / "late").build([([f"d{i}" for i in range(n)],
+                                                          [vecs[2 * i:2 * i + 2] for i in range(n)])])
+    assert meta["kmeans_sample_docs"] == len(kmeans_sample_docs(n)) < n
+    assert meta["kmeans_sample_tokens"] == 2 * meta["kmeans_sample_docs"] and meta["tokens"] == 2 * n
+    assert np.load(tmp_path / "late" / "assign.npy").shape == (2 * n,)  # every token vector is still assigned

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -126,6 +127,19 @@ class ExactRetriever(pt.Transformer):
 # late interaction
 
 
+KMEANS_DOCLEN = 120  # ColBERTv2's typical document length in its sample-size formula
+
+
+def kmeans_sample_docs(n_docs: int, seed: int = 123) -> np.ndarray:
+    """Sorted ids of the documents whose token vectors train the k-means, as ColBERTv2 samples them:
+    min(n, 1 + 16 * sqrt(120 * n)) documents at random. Why: training on every token vector costs
+    T x 16 sqrt(T) per iteration (~T^1.5); the sample grows as sqrt(n), so training grows ~linearly beyond
+    ~31k documents (below that the sample is the whole corpus, as in ColBERT)."""
+    k = min(n_docs, 1 + int(16 * math.sqrt(KMEANS_DOCLEN * n_docs)))
+    return np.sort(np.random.default_rng(seed).choice(n_docs, k, replace=False)) if k < n_docs \
+        else np.arange(n_docs)
+
+
 class LateInteractionIndex:
     """Token vectors of every document (fp16, one flat file), their offsets, docnos, and k-means centroids.
 
@@ -165,23 +179,30 @@ class LateInteractionIndex:
         # ColBERTv2's number of partitions: 2^floor(log2(16 * sqrt(#embeddings)))
         n_centroids = max(1, min(total, 2 ** int(math.floor(math.log2(16 * math.sqrt(max(total, 1)))))))
         tokens = np.memmap(self.path / "tokens.f16", dtype=np.float16, mode="r", shape=(total, dim))
-        sample_n = min(total, max(n_centroids * 256, 1))
-        rng = np.random.default_rng(seed)
-        sample = np.ascontiguousarray(tokens[np.sort(rng.choice(total, sample_n, replace=False))], dtype=np.float32)
+        docs = kmeans_sample_docs(len(lengths), seed)
+        starts = offsets[docs]
+        rows = np.concatenate([np.arange(s, e) for s, e in zip(starts, offsets[docs + 1])]) if len(docs) else docs
+        sample = np.ascontiguousarray(tokens[rows], dtype=np.float32)
+        t_train = time.perf_counter()
         km = faiss.Kmeans(dim, n_centroids, niter=kmeans_niter, seed=seed, spherical=True, min_points_per_centroid=1,
                           max_points_per_centroid=1 << 30)
         km.train(sample)
         centroids = km.centroids.astype(np.float32)
+        t_train = time.perf_counter() - t_train
+        t_assign = time.perf_counter()
         assign = np.empty(total, dtype=np.int32)
         index = faiss.IndexFlatIP(dim)
         index.add(centroids)
         for start in range(0, total, BLOCK):
             _, a = index.search(np.ascontiguousarray(tokens[start:start + BLOCK], dtype=np.float32), 1)
             assign[start:start + BLOCK] = a[:, 0]
+        t_assign = time.perf_counter() - t_assign
         np.save(self.path / "centroids.npy", centroids)
         np.save(self.path / "assign.npy", assign)
         meta = {"docs": len(lengths), "tokens": total, "dim": dim, "centroids": n_centroids,
-                "kmeans_niter": kmeans_niter, "storage_dtype": "fp16"}
+                "kmeans_niter": kmeans_niter, "storage_dtype": "fp16", "kmeans_sample_docs": int(len(docs)),
+                "kmeans_sample_tokens": int(len(sample)), "kmeans_train_s": round(t_train, 3),
+                "assign_s": round(t_assign, 3)}
         (self.path / "meta.json").write_text(json.dumps(meta, indent=2))
         return meta
 
