@@ -8,8 +8,8 @@ or loading fails with a clear error when no GPU can hold them."""
 from __future__ import annotations
 
 import concurrent.futures
-import functools
 import dataclasses
+import functools
 import json
 import logging
 import os
