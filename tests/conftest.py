@@ -119,3 +119,15 @@ def fresh_store(tmp_path):
     from irgrid.store import Store
 
     return Store(tmp_path / "cache")
+
+
+@pytest.fixture(autouse=True)
+def _no_model_mapping_leaks():
+    """A test's `register_local` mappings end with it: a mapping left behind would send every later test's
+    model (e.g. the real MiniLM) to that test's temporary folder."""
+    from irgrid.models import resolver
+
+    saved = dict(resolver._explicit)
+    yield
+    resolver._explicit.clear()
+    resolver._explicit.update(saved)
