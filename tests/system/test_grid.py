@@ -228,7 +228,7 @@ def test_paper_grid_dry_run_lists_every_cell(tmp_path):
 def test_grid_loads_each_retrievers_models_once_and_releases_them_before_the_next(tmp_path, monkeypatch):
     """Two datasets, two dense entries (tiny stand-ins of their real architectures): every model is loaded once
     for all the datasets, and none of the first retriever's models is held when the second one loads."""
-    from conftest import write_scifact_slice
+    from support import write_scifact_slice
 
     from irgrid.models.cache import MODELS
     from irgrid.store import Store
