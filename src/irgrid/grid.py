@@ -8,6 +8,7 @@ multiple-testing correction.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import shutil
@@ -25,7 +26,7 @@ from irgrid.core.retrievers import Retriever
 from irgrid.data.datasets import Dataset
 from irgrid.models import resolver as models_mod
 from irgrid.models.cache import release_all as release_models
-from irgrid.runner.cell import Cell, Failure, load_cell, resolve_models, run_cell
+from irgrid.runner.cell import Cell, Failure, _disk_note, load_cell, resolve_models, run_cell
 from irgrid.runner.experiment import ExperimentSpec
 from irgrid.runner.experiment import load as load_experiment
 from irgrid.store import Store
@@ -247,6 +248,9 @@ def _run(spec: ExperimentSpec, out: Path | None, store: Store, fail_fast: bool, 
 
 def _data_error(dataset: Dataset, e: Exception) -> str:
     """In words: an offline download attempt becomes irgrid's staging hint instead of ir_datasets' traceback."""
+    if isinstance(e, OSError) and e.errno == errno.ENOSPC:  # copying the staged home into a full cache
+        return (f"no space left copying the staged collection of {dataset.name!r} into the cache "
+                f"({settings.irds_home()}){_disk_note(settings.irds_home())}")
     if isinstance(e, OSError) and not isinstance(e, (FileNotFoundError, PermissionError)):
         return (f"the queries/qrels of {dataset.name!r} are not staged and could not be downloaded "
                 f"({type(e).__name__}). Stage the collection on a connected machine with ir_datasets and copy its "
