@@ -152,7 +152,22 @@ class InstructIRQueries(BaseQueries):
         return InstructionQuery
 
 
-class BeirTsvQrels(BaseQrels):
+class _FileQrels(BaseQrels):
+    """Binary TREC qrels read from one file (`self._path`): the ir_datasets interface both readers share."""
+
+    _path: Path
+
+    def qrels_cls(self) -> type:
+        return TrecQrel
+
+    def qrels_defs(self) -> dict[int, str]:
+        return QREL_DEFS
+
+    def qrels_path(self) -> Path:
+        return self._path
+
+
+class BeirTsvQrels(_FileQrels):
     """BEIR's qrels TSV (`query-id corpus-id score` with a header line); TrecQrels needs 4 (or 3) columns and
     no header."""
 
@@ -167,14 +182,6 @@ class BeirTsvQrels(BaseQrels):
                 if row:
                     yield TrecQrel(row[0], row[1], int(row[2]), "0")
 
-    def qrels_cls(self) -> type:
-        return TrecQrel
-
-    def qrels_defs(self) -> dict[int, str]:
-        return QREL_DEFS
-
-    def qrels_path(self) -> Path:
-        return self._path
 
 
 def instructir(root: Path) -> IrdsDataset:
@@ -387,7 +394,7 @@ class VerifiedTrecQueries(TrecQueries):
             yield q._replace(query_id=qid)
 
 
-class VerifiedQrels(BaseQrels):
+class VerifiedQrels(_FileQrels):
     def __init__(self, path: Path, expected: str | None):
         self._path, self._expected = path, expected
 
@@ -396,14 +403,6 @@ class VerifiedQrels(BaseQrels):
         for qid, docno, label in read_trec_qrels(self._path):
             yield TrecQrel(qid, docno, label, "0")
 
-    def qrels_cls(self) -> type:
-        return TrecQrel
-
-    def qrels_defs(self) -> dict[int, str]:
-        return QREL_DEFS
-
-    def qrels_path(self) -> Path:
-        return self._path
 
 
 def local_collection(docs: Path, docs_format: str, topics: Path, topics_format: str,
