@@ -496,7 +496,18 @@ def main() -> None:
     plan = sorted({(n, b) for b in args.backends for n in args.sizes + extra.get(b, [])
                    if caps.get(b) is None or n <= caps[b]}, key=lambda p: (p[0], order.index(p[1])))
     total = 60 * args.total_min
-    for n, backend in plan:
+
+    def scheduled():
+        """Sizes from small to large; within a size the Lucene pair first (its 1-thread vs all-cores ratio needs
+        both in one run), then the cheapest projected first, so a tight budget drops the costliest backends at the
+        largest size rather than whatever happens to run last."""
+        for n in sorted({size for size, _ in plan}):
+            group = [b for size, b in plan if size == n]
+            projected = {b: last[b][1] * n / last[b][0] if b in last else 0.0 for b in group}
+            for b in sorted(group, key=lambda b: (b not in ("lucene-1t", "lucene"), projected[b], order.index(b))):
+                yield n, b
+
+    for n, backend in scheduled():
         if backend in stopped:
             continue
         elapsed = time.perf_counter() - started
