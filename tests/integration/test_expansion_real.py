@@ -10,7 +10,7 @@ from irgrid import grid
 from irgrid.generation import Generator
 from irgrid.runner.experiment import from_dict
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]  # ~11 min on 2 cores (SmolLM2 + MiniLM over SciFact)
 
 SMOL = "HuggingFaceTB/SmolLM2-135M-Instruct"
 

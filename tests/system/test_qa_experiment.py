@@ -11,6 +11,8 @@ import pytest
 
 from irgrid.qa import readers, runner
 
+pytestmark = pytest.mark.heavy  # ~9 min on 2 cores (SmolLM2 reads 60 items, MiniLM over DisastQA): `make test-all`
+
 EXPERIMENT = Path(__file__).resolve().parents[2] / "experiments" / "disastqa.yaml"
 SETTINGS = {"base", "golden", "mix", "retrieved-bm25", "retrieved-all-minilm-l6-v2"}
 
