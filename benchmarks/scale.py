@@ -248,9 +248,11 @@ def _impact(n: int, out: Path) -> dict:
                 yield {"docno": f"d{c * CHUNK + i}",
                        "toks": dict(zip(names[terms[s:ends[i]]].tolist(), imp[s:ends[i]].tolist()))}
 
-    index = PisaIndex(str(out / "pisa"), stemmer="none", stops="none", threads=CORES)
+    from irgrid.sparse.pisa_writer import write_impact_index
+
     t = time.perf_counter()
-    index.toks_indexer(scale=1.0).index(docs())
+    write_impact_index(out / "pisa", docs(), scale=1.0)
+    index = PisaIndex(str(out / "pisa"), stemmer="none", stops="none", threads=CORES)
     build = _built() - t
     rng = np.random.default_rng(99)
     qs = []

@@ -128,10 +128,11 @@ def deepct_stage(ctx: BuildContext):
 
 # -- the impact index --------------------------------------------------------------------------------------------
 def build_impact_pisa(ctx: BuildContext) -> None:
-    from pyterrier_pisa import PisaIndex
+    from irgrid.sparse.pisa_writer import write_impact_index
 
-    index = PisaIndex(str(ctx.path / "pisa"), stemmer="none", stops="none", threads=1)
-    index.toks_indexer(scale=1.0).index(ctx.docs())  # impacts are already integers (the stage quantised them)
+    # impacts are already integers (the stage quantised them); the same files as pyterrier-pisa's
+    # toks_indexer(scale=1.0), inverted with numpy rather than per posting in Python
+    write_impact_index(ctx.path / "pisa", ctx.docs(), scale=1.0)
 
 
 def open_impact_pisa(path, params, models):

@@ -20,9 +20,9 @@ from __future__ import annotations
 import functools
 import math
 import os
-import tempfile
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -87,24 +87,62 @@ def analyze(text: str) -> list[str]:
     return joined.split(", ") if joined else []
 
 
-def _analyze_chunk(texts: list[str]) -> list[list[str]]:
-    return [analyze(t) for t in texts]
+# A number no text is allowed to contain: StandardTokenizer always makes it one token, and neither lower-casing,
+# stopwords nor Porter change digits, so in a joined text it can only come from the separators we put there.
+_SEP = "9173645283917"
 
 
-def analyze_stream(texts: Iterable[str], workers: int = 0, chunk: int = 512) -> Iterator[list[str]]:
-    """Analysed token lists in input order. With workers > 1, chunks go to that many processes, each with its
-    own JVM (pyjnius holds the GIL in Java calls, so threads would serialize)."""
+def analyze_many(texts: list[str]) -> list[list[str]]:
+    """`[analyze(t) for t in texts]` in one JNI call: the texts are joined with a separator token and the
+    analysed list is cut at it (half the cost per document). Texts that contain the separator's digits, or a
+    join whose separator count comes back different, are analysed one by one, so the result is always exact."""
+    alone = {i for i, t in enumerate(texts) if _SEP in t}
+    joined_texts = [t for i, t in enumerate(texts) if i not in alone] if alone else texts
+    parts: list[list[str]] = []
+    if joined_texts:
+        utils, analyzer = _analyzer()
+        sep = f" \n{_SEP}\n "
+        toks = utils.analyze(analyzer, sep.join(["", *joined_texts, ""])).toString()[1:-1].split(", ")
+        cuts = [i for i, t in enumerate(toks) if t == _SEP]
+        if len(cuts) == len(joined_texts) + 1:  # otherwise a separator merged with a neighbour: never seen
+            parts = [toks[a + 1:b] for a, b in zip(cuts, cuts[1:])]
+        else:
+            parts = [analyze(t) for t in joined_texts]
+    if not alone:
+        return parts
+    it = iter(parts)
+    return [analyze(t) if i in alone else next(it) for i, t in enumerate(texts)]
+
+
+def analyzed_postings(texts: list[str]) -> tuple:
+    """One chunk of texts as columnar term frequencies: (token counts per text, distinct terms per text,
+    the chunk's distinct terms, a term code per posting, tf per posting). Worker-side, so that counting and
+    factorising run beside the analysis and only arrays and the chunk's vocabulary travel back."""
+    import pandas as pd
+
+    analysed = analyze_many(texts)
+    lengths = np.fromiter(map(len, analysed), dtype=np.int64, count=len(analysed))
+    tfs = [Counter(tokens) for tokens in analysed]
+    counts = np.fromiter(map(len, tfs), dtype=np.int64, count=len(tfs))
+    total = int(counts.sum())
+    codes, terms = pd.factorize(np.fromiter(chain.from_iterable(tfs), dtype=object, count=total))
+    tf = np.fromiter(chain.from_iterable(c.values() for c in tfs), dtype=np.uint32, count=total)
+    return lengths, counts, terms.tolist(), codes.astype(np.uint32), tf
+
+
+def postings_stream(texts: Iterable[str], workers: int = 0, chunk: int = 2048) -> Iterator[tuple]:
+    """`analyzed_postings` of consecutive chunks, in input order. With workers > 1, chunks go to that many
+    processes, each with its own JVM (pyjnius holds the GIL in Java calls, so threads would serialize)."""
     import more_itertools
 
+    chunks = (list(c) for c in more_itertools.chunked(texts, chunk))
     if workers <= 1:
-        for t in texts:
-            yield analyze(t)
+        yield from map(analyzed_postings, chunks)
         return
     import multiprocessing as mp
 
     with mp.get_context("spawn").Pool(workers) as pool:
-        for out in pool.imap(_analyze_chunk, more_itertools.chunked(texts, chunk), chunksize=1):
-            yield from out
+        yield from pool.imap(analyzed_postings, chunks, chunksize=1)
 
 
 def default_workers(docs_count: int | None) -> int:
@@ -115,69 +153,53 @@ def default_workers(docs_count: int | None) -> int:
 
 # -- the index -----------------------------------------------------------------------------------------------------
 def build(path: str | os.PathLike, docs: Iterable[dict[str, str]], k1: float = 0.9, b: float = 0.4,
-          scale: float = DEFAULT_SCALE, threads: int | None = None, docs_count: int | None = None) -> dict:
-    """Two passes over the analysed documents: statistics (N, df, avgdl), then Lucene BM25 impacts into PISA.
-
-    The analysed documents are spooled as term-count lines in a temporary file beside the index, so memory
-    stays flat in the corpus size; returns the collection statistics (also written to `lucene-bm25.json`)."""
+          scale: float = DEFAULT_SCALE, threads: int | None = None, docs_count: int | None = None,
+          batch_size: int = 100_000) -> dict:
+    """Two passes: analysed term frequencies are inverted (and spilled to disk) while the statistics (N, df,
+    avgdl) accumulate, then Lucene's BM25 weights replace the frequencies, vectorised in float32 as Lucene
+    computes them, and the PISA index is written (`PisaImpactWriter`). Memory follows the batch size and the
+    vocabulary, not the corpus; returns the collection statistics (also written to `lucene-bm25.json`)."""
     import json
 
-    from pyterrier_pisa import PisaIndex
+    from irgrid.sparse.pisa_writer import PisaImpactWriter
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     workers = default_workers(docs_count) if threads is None else threads
-    df: Counter[str] = Counter()
-    n_docs = n_nonempty = total = 0
-    fd, spool_name = tempfile.mkstemp(prefix="analysed.", suffix=".tsv", dir=path)
-    spool = Path(spool_name)
+    writer = PisaImpactWriter(path / "pisa", spill_docs=batch_size)
+    lengths: list[np.ndarray] = []
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            docnos: list[str] = []
+        docnos: deque[str] = deque()  # filled as the analysis stream reads ahead, emptied in the same order
 
-            def texts() -> Iterator[str]:
-                for d in docs:
-                    docnos.append(d["docno"])
-                    yield d["text"]
+        def texts() -> Iterator[str]:
+            for d in docs:
+                docnos.append(d["docno"])
+                yield d["text"]
 
-            for i, tokens in enumerate(analyze_stream(texts(), workers)):
-                tf = Counter(tokens)
-                df.update(tf.keys())
-                n_docs += 1
-                if tokens:
-                    n_nonempty += 1
-                    total += len(tokens)
-                out.write(docnos[i] + "\t" + str(len(tokens)) + "\t"
-                          + " ".join(f"{t}:{c}" for t, c in tf.items()) + "\n")
-                docnos[i] = ""  # keep the list's memory bounded by its pointers, not the strings
-        # BM25Similarity, in float32 as Lucene computes it
-        avgdl = np.float32(total / max(n_nonempty, 1))
-        n = n_nonempty
-        idf = {t: np.float32(math.log(1 + (n - c + 0.5) / (c + 0.5))) for t, c in df.items()}
-        inv_norm = (np.float32(1) / (np.float32(k1) * ((np.float32(1) - np.float32(b))
-                                                        + np.float32(b) * LENGTH_TABLE / avgdl))).astype(np.float32)
-        del df
+        for length, counts, terms, codes, tf in postings_stream(texts(), workers):
+            lengths.append(length)
+            writer.add_postings([docnos.popleft() for _ in length], counts, terms, codes, tf)
+    except BaseException:
+        writer.abort()
+        raise
+    length = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64)
+    n_docs, n_nonempty, total = len(length), int(np.count_nonzero(length)), int(length.sum())
+    # BM25Similarity, in float32 as Lucene computes it; idf in double, then cast (Lucene's `(float) Math.log`)
+    avgdl = np.float32(total / max(n_nonempty, 1))
+    df = writer.postings_per_term()
+    idf_of = {int(c): np.float32(math.log(1 + (n_nonempty - c + 0.5) / (c + 0.5))) for c in np.unique(df)}
+    idf = np.fromiter((idf_of[int(c)] for c in df), dtype=np.float32, count=len(df))
+    inv_norm = (np.float32(1) / (np.float32(k1) * ((np.float32(1) - np.float32(b))
+                                                    + np.float32(b) * LENGTH_TABLE / avgdl))).astype(np.float32)
+    uniq, where = np.unique(length, return_inverse=True)
+    doc_norm = inv_norm[np.array([int_to_byte4(int(x)) for x in uniq], dtype=np.int64)][where]
 
-        def impacts() -> Iterator[dict]:
-            with spool.open(encoding="utf-8") as f:
-                for line in f:
-                    docno, length, terms = line.rstrip("\n").split("\t")
-                    toks: dict[str, int] = {}
-                    if terms:
-                        ni = inv_norm[int_to_byte4(int(length))]
-                        for item in terms.split(" "):
-                            t, c = item.rsplit(":", 1)
-                            w = idf[t]
-                            score = w - w / (np.float32(1) + np.float32(int(c)) * ni)
-                            q = int(round(float(score) * scale))
-                            if q > 0:
-                                toks[t] = q
-                    yield {"docno": docno, "toks": toks}
+    def impact(term: np.ndarray, doc: np.ndarray, tf: np.ndarray) -> np.ndarray:
+        w = idf[term]
+        weight = w - w / (np.float32(1) + tf.astype(np.float32) * doc_norm[doc])  # float32 throughout
+        return np.rint(weight.astype(np.float64) * scale).astype(np.int64)  # Python's round(): half to even
 
-        index = PisaIndex(str(path / "pisa"), stemmer="none", stops="none", threads=max(workers, 1))
-        index.toks_indexer(scale=1.0).index(impacts())
-    finally:
-        spool.unlink(missing_ok=True)
+    writer.finish(impact)
     stats = {"docs": n_docs, "docCount": n_nonempty, "sumTotalTermFreq": total, "avgdl": float(avgdl),
              "k1": k1, "b": b, "scale": scale}
     (path / "lucene-bm25.json").write_text(json.dumps(stats, indent=1))
