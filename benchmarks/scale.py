@@ -263,7 +263,7 @@ def _impact(n: int, out: Path) -> dict:
 
     topics = pd.DataFrame({"qid": [str(i) for i in range(len(qs))], "query_toks": qs})
     retr = index.quantized(num_results=K, threads=CORES)
-    return {"build_s": build, "threads": CORES,
+    return {"build_s": build, "threads": 1,  # the inversion is numpy on one core; retrieval uses every core
             **_latency(lambda q: retr.transform(topics.iloc[[q]]), lambda q: retr.transform(topics.iloc[q]),
                        list(range(len(qs))))}
 
@@ -493,11 +493,24 @@ def main() -> None:
               f"{len(model['words']):,} staged words, mean {model['lengths'].mean():.0f} words/doc", flush=True)
     rows: list[dict] = []
     stopped: set[str] = set()
-    last: dict[str, tuple[int, float]] = {}  # backend -> (size, wall seconds) of its last run
+    history: dict[str, list[tuple[int, float]]] = {}  # backend -> (size, wall seconds) of its runs so far
     order = list(BACKENDS)
     plan = sorted({(n, b) for b in args.backends for n in args.sizes + extra.get(b, [])
                    if caps.get(b) is None or n <= caps[b]}, key=lambda p: (p[0], order.index(p[1])))
     total = 60 * args.total_min
+
+    def project(backend: str, n: int) -> float:
+        """Wall seconds at n from the backend's last run, grown as its own last two runs grew (exponent clipped to
+        0.9..1.5: start-up costs flatten small sizes), linearly after one run. An underestimate cannot break the
+        budget: each child's time limit is what the budget has left."""
+        runs = history.get(backend, [])
+        if not runs:
+            return 0.0
+        (n1, w1), k = runs[-1], 1.0
+        if len(runs) >= 2 and runs[-2][1] > 0:
+            n0, w0 = runs[-2]
+            k = min(max(math.log(w1 / w0) / math.log(n1 / n0), 0.9), 1.5)
+        return w1 * (n / n1) ** k
 
     def scheduled():
         """Sizes from small to large; within a size the Lucene pair first (its 1-thread vs all-cores ratio needs
@@ -505,7 +518,7 @@ def main() -> None:
         largest size rather than whatever happens to run last."""
         for n in sorted({size for size, _ in plan}):
             group = [b for size, b in plan if size == n]
-            projected = {b: last[b][1] * n / last[b][0] if b in last else 0.0 for b in group}
+            projected = {b: project(b, n) for b in group}
             for b in sorted(group, key=lambda b: (b not in ("lucene-1t", "lucene"), projected[b], order.index(b))):
                 yield n, b
 
@@ -513,9 +526,9 @@ def main() -> None:
         if backend in stopped:
             continue
         elapsed = time.perf_counter() - started
-        if backend in last:  # linear projection from its previous size; skipped if it would overrun the budget
-            size, wall = last[backend]
-            projected = wall * n / size
+        if backend in history:  # projected from its previous sizes; skipped if it would overrun the budget
+            size = history[backend][-1][0]
+            projected = project(backend, n)
             if elapsed + projected > total:
                 print(f"  {backend} at {n:,}: skipped, projected {projected:.0f} s from {size:,} docs exceeds the "
                       f"remaining {max(total - elapsed, 0):.0f} s of --total-min {args.total_min:g}", flush=True)
@@ -525,7 +538,7 @@ def main() -> None:
         if not got:
             stopped.add(backend)
             continue
-        last[backend] = (n, got[0]["wall_s"])
+        history.setdefault(backend, []).append((n, got[0]["wall_s"]))
         for r in got:
             print(f"  {r['backend']:<16} {n:>9,} docs: build {r['build_s']:8.1f} s ({r['docs_per_s']:8.0f} docs/s) "
                   f"RSS {r['build_rss_mb']:6.0f}/{r['peak_rss_mb']:6.0f} MB  size {r['index_bytes'] / 2**20:8.1f} MiB  "
