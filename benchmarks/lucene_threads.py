@@ -10,6 +10,10 @@ noisy machine's speed hit both; prints each time and the ratio per buffer size.
 `--ceiling` also measures what the machine itself allows: one one-thread index per core, each over its share of
 the corpus, all at once (independent Java processes sharing nothing but the hardware). Their speed-up over one
 thread on the whole corpus bounds what any threading of a single index can reach here.
+
+`--prewritten` times Anserini's IndexCollection alone, without Python: the documents written once as JsonCollection
+files (one per core), then indexed from them on one thread and on all cores, each run's wall time next to the
+CPU-seconds the Java process burnt (`wait4`), so the same work's cost on one and on all cores can be compared.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import argparse
 import os
 import shutil
 import statistics
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -31,6 +36,8 @@ def main() -> None:
     parser.add_argument("--buffers", type=int, nargs="+", default=[4096], help="Lucene RAM buffers (MB) to compare")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--ceiling", action="store_true", help="also time one independent index per core at once")
+    parser.add_argument("--prewritten", action="store_true",
+                        help="only time IndexCollection alone on pre-written JSONL files (no Python feeding)")
     parser.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "irgrid-scale")
     args = parser.parse_args()
     from irgrid.sparse.lucene import LuceneIndex, available_cores
@@ -42,6 +49,8 @@ def main() -> None:
         corpus = args.work / f"corpus-{args.docs}.tsv"
         scale.write_corpus(scale.corpus_model(args.work), args.docs, corpus)
     cores = available_cores()
+    if args.prewritten:
+        return _prewritten(corpus, args, cores)
     times: dict[tuple[int, int], list[float]] = {}
     for _ in range(args.repeats):
         for buffer in args.buffers:
@@ -90,6 +99,44 @@ def _ceiling(corpus: Path, args, cores: int, buffer: int) -> float:
         took = time.perf_counter() - start
     print(f"{args.docs:,} docs as {cores} independent one-thread indexes at once: {took:.1f} s", flush=True)
     return took
+
+
+def _prewritten(corpus: Path, args, cores: int) -> None:
+    import json
+    import resource
+
+    from irgrid.sparse.lucene import anserini_jar, java_home
+
+    with tempfile.TemporaryDirectory(dir=args.work) as tmp:
+        folder = Path(tmp) / "jsonl"
+        folder.mkdir()
+        outs = [(folder / f"part{i}.jsonl").open("w", encoding="utf-8") for i in range(cores)]
+        share = -(-args.docs // cores)
+        for i, d in enumerate(scale.read_docs(corpus, args.docs)):
+            outs[i // share].write(json.dumps({"id": d["docno"], "contents": d["text"]}) + "\n")
+        for f in outs:
+            f.close()
+        ratios = []
+        for _ in range(args.repeats):
+            walls = {}
+            for threads in (1, cores):
+                index = Path(tmp) / f"index{threads}"
+                cmd = [str(Path(java_home()) / "bin" / "java"), "-cp", str(anserini_jar()),
+                       "io.anserini.index.IndexCollection", "-collection", "JsonCollection", "-input", str(folder),
+                       "-index", str(index), "-generator", "DefaultLuceneDocumentGenerator", "-threads", str(threads)]
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                start = time.perf_counter()
+                subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                walls[threads] = time.perf_counter() - start
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+                shutil.rmtree(index, ignore_errors=True)
+                print(f"{args.docs:,} docs pre-written, IndexCollection alone, {threads} thread(s): wall "
+                      f"{walls[threads]:.1f} s, Java CPU {cpu:.1f} s", flush=True)
+            ratios.append(walls[1] / walls[cores])
+            print(f"  speed-up x{ratios[-1]:.2f}", flush=True)
+        print(f"IndexCollection alone, {cores} threads vs 1: median speed-up x{statistics.median(ratios):.2f} "
+              f"over {len(ratios)} run(s) (min x{min(ratios):.2f}, max x{max(ratios):.2f})")
 
 
 if __name__ == "__main__":

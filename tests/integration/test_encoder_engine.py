@@ -26,6 +26,8 @@ def minilm_engine():
     return Engine(spec, "d", resolve(spec.document_model), device="cpu", batch_size=32)
 
 
+@pytest.mark.slow
+@pytest.mark.heavy  # ~50 s; make test keeps MiniLM = MTEB on SciFact (test_scifact) through the same engine
 def test_engine_equals_pyterrier_dr_on_real_minilm(scifact_docs, minilm_engine, tmp_path):
     from dense_helpers import ndcg10, run_entry
     from pyterrier_dr import FlexIndex, SBertBiEncoder

@@ -21,6 +21,8 @@ def collection(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.mark.slow
+@pytest.mark.heavy  # ~60 s; tests/integration/test_byo.py covers the same path through the API in make test
 def test_byo_runs_through_cli_with_bm25_and_a_dense_retriever(collection):
     exp = collection / "exp.yaml"
     exp.write_text("""\

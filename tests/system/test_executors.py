@@ -114,6 +114,7 @@ def _job_files(out: Path, pattern: str) -> list[dict]:
 
 
 @pytest.mark.slow  # a local Ray cluster, a killed worker and driver: minutes on 2 cores
+@pytest.mark.heavy  # ~70 s; make test keeps the Slurm executor and the local kill/resume tests
 def test_ray_grid_survives_a_killed_worker_and_a_killed_driver(setup, tmp_path):
     """A Ray worker SIGKILLed mid-shard is retried by Ray; the driver SIGKILLed mid-grid leaves a state that
     `irgrid status` reports, and `irgrid run --resume` completes the grid with no artifact built twice."""
