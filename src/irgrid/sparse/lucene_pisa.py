@@ -147,7 +147,9 @@ def postings_stream(texts: Iterable[str], workers: int = 0, chunk: int = 2048) -
 
 def default_workers(docs_count: int | None) -> int:
     """All cores for corpora where a worker's JVM start (~1 s) pays off; inline analysis otherwise."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    from irgrid.sparse.lucene import available_cores
+
+    cores = available_cores()
     return cores if docs_count is None or docs_count >= 20_000 else 1
 
 
