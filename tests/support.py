@@ -13,11 +13,15 @@ def session_irds_home() -> Path:
 
 
 def unit_tier_leaks() -> list[str]:
-    """What a unit test must not have done: start the JVM, or seed the ir_datasets home from staged data."""
+    """What a unit test must not have done: start the JVM, or seed the ir_datasets home from staged data (seen by
+    the manifest irgrid writes when it copies the staged home: the home itself appears whenever ir_datasets is
+    imported, by pyterrier-dr for one, which reads no data)."""
+    from irgrid.data.datasets import STAGED_MANIFEST
+
     leaks = []
     if "jnius" in sys.modules:
         leaks.append("started the JVM (jnius imported)")
-    if session_irds_home().exists():
+    if (session_irds_home() / STAGED_MANIFEST).exists():
         leaks.append(f"read staged data (the ir_datasets home {session_irds_home()} was seeded)")
     return leaks
 
@@ -65,3 +69,47 @@ SPARSE_GRID = {
     "test": "t",
     "correction": "holm",
 }
+
+
+def irds_metadata() -> dict:
+    """ir_datasets' own metadata.json (shipped with the package): its record counts per dataset id."""
+    import json
+
+    import ir_datasets
+
+    return json.loads((Path(ir_datasets.__file__).parent / "etc" / "metadata.json").read_text())
+
+
+def irds_count(meta: dict, irds_id: str, kind: str) -> int | None:
+    """The count of `kind` (docs, queries, qrels) for `irds_id`, following the metadata's `_ref` links."""
+    entry = meta.get(irds_id, {}).get(kind)
+    while entry and "_ref" in entry:
+        entry = meta.get(entry["_ref"], {}).get(kind)
+    return entry.get("count") if entry else None
+
+
+def experiment_yaml(root: Path, name: str | None = None, retrievers: str = "[bm25-pisa]", extra: str = "",
+                    datasets: str | None = None) -> Path:
+    """`root/exp.yaml` over a bring-your-own collection in `root/data` (docs.tsv, topics.tsv, qrels.txt)."""
+    name = name or root.name.replace("_", "-")[-40:].strip("-")  # one name per test: one registry per process
+    exp = root / "exp.yaml"
+    exp.write_text(f"""\
+name: rel
+collections:
+  - {{name: {name}, docs: data/docs.tsv, topics: data/topics.tsv, qrels: data/qrels.txt}}
+datasets: {datasets or f'[{name}]'}
+retrievers: {retrievers}
+measures: [AP, nDCG@10]
+{extra}""")
+    return exp
+
+
+def _paper_datasets() -> list[str]:
+    from irgrid.data.datasets import BEIR_PAPER, FOLLOWIR_PAPER, LOTTE_PAPER
+
+    return (["msmarco-passage/dev/small", "msmarco-passage/trec-dl-2019/judged", "msmarco-passage/trec-dl-2020/judged"]
+            + [d for members in BEIR_PAPER.values() for d in members] + list(LOTTE_PAPER) + ["instructir"]
+            + list(FOLLOWIR_PAPER))
+
+
+PAPER_DATASETS = _paper_datasets()  # every dataset of the paper's grid (Table A.2), CQADupStack as its 12 forums

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support import write_scifact_slice
+from support import experiment_yaml, write_scifact_slice
 
 from irgrid.runner.experiment import ExperimentError, from_dict, load
 
@@ -117,3 +117,14 @@ def test_collection_key_typo_gets_a_suggestion(collection):
     with pytest.raises(ExperimentError, match=r"collections\[0\]: unknown key\(s\) \['feilds'\].*Did you mean 'fields'"):
         from_dict({"collections": [item], "datasets": ["slice-typo"], "retrievers": ["bm25-pisa"]},
                   source=str(collection / "typo.yaml"))
+
+
+def test_qrels_matching_no_document_are_warned_about(tmp_path, caplog):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "docs.tsv").write_text("D1\tt\tx\n")
+    (data / "topics.tsv").write_text("q1\tx\n")
+    (data / "qrels.txt").write_text("q1 0 D9 1\n")
+    with caplog.at_level("WARNING", logger="irgrid"):
+        load(experiment_yaml(tmp_path, name="nomatch"))
+    assert any("no relevant document" in r.message for r in caplog.records)

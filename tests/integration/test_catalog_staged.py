@@ -1,16 +1,17 @@
-"""The paper catalog against what is staged: BEIR topics/qrels, MS MARCO / TREC-DL, InstructIR, FollowIR, Core17."""
+"""The paper catalog against ir_datasets' own metadata and what is staged: BEIR topics/qrels, MS MARCO / TREC-DL,
+InstructIR, FollowIR, Core17."""
 
 from __future__ import annotations
 
 import csv
 import gzip
-import json
 from pathlib import Path
 
 import pytest
+from support import PAPER_DATASETS, irds_count, irds_metadata
 
 from irgrid.data import datasets
-from irgrid.data.datasets import BEIR_PAPER
+from irgrid.data.datasets import BEIR_PAPER, CQADUPSTACK_FORUMS
 
 
 @pytest.fixture(scope="module")
@@ -21,16 +22,7 @@ def topics_qrels(shared_path) -> Path:
 
 @pytest.fixture(scope="module")
 def metadata() -> dict:
-    import ir_datasets
-
-    return json.loads((Path(ir_datasets.__file__).parent / "etc" / "metadata.json").read_text())
-
-
-def _count(meta: dict, irds_id: str, kind: str) -> int | None:
-    entry = meta.get(irds_id, {}).get(kind)
-    while entry and "_ref" in entry:
-        entry = meta.get(entry["_ref"], {}).get(kind)
-    return entry.get("count") if entry else None
+    return irds_metadata()
 
 
 def _staged_topics(folder: Path, name: str) -> list[str]:
@@ -50,11 +42,11 @@ def test_beir_counts_match_staged_topics_and_qrels(metadata, topics_qrels):
             ds = datasets.get(name)
             staged = column if column != "cqadupstack" else "cqadupstack-" + name.rsplit("/", 1)[1]
             topics, qrels = _staged_topics(topics_qrels, staged), _staged_qrels(topics_qrels, staged)
-            assert len(topics) == len(set(topics)) == _count(metadata, ds.irds_id, "queries"), name
+            assert len(topics) == len(set(topics)) == irds_count(metadata, ds.irds_id, "queries"), name
             if ds.counts.queries is not None:
                 assert len(topics) == ds.counts.queries, name
             assert {q[0] for q in qrels} == set(topics), name  # every query judged
-            expected = _count(metadata, ds.irds_id, "qrels")
+            expected = irds_count(metadata, ds.irds_id, "qrels")
             if column == "webis-touche2020":  # Anserini keeps the 932 positive judgments of v2's 2,214
                 labels = metadata[ds.irds_id]["qrels"]["fields"]["relevance"]["counts_by_value"]
                 expected = labels["1"] + labels["2"]
@@ -103,8 +95,24 @@ def test_followir_is_declared_but_not_staged():
 def test_core17_staged_qrels_match_ir_datasets(metadata, topics_qrels):
     """FollowIR's Core17 is built on TREC Core 2017 (ir_datasets: nyt/trec-core-2017), whose qrels are staged."""
     lines = [line.split() for line in (topics_qrels / "qrels" / "qrels.core17.txt").read_text().splitlines() if line]
-    assert len(lines) == _count(metadata, "nyt/trec-core-2017", "qrels") == 30_030
+    assert len(lines) == irds_count(metadata, "nyt/trec-core-2017", "qrels") == 30_030
     topics = {line[0] for line in lines}
-    assert len(topics) == _count(metadata, "nyt/trec-core-2017", "queries") == 50
+    assert len(topics) == irds_count(metadata, "nyt/trec-core-2017", "queries") == 50
     assert datasets.get("followir/core17").counts.queries <= len(topics)
 
+
+def test_counts_match_ir_datasets_metadata(metadata):
+    checked = 0
+    for name in PAPER_DATASETS:
+        ds = datasets.get(name)
+        if ds.group in ("instructir", "followir"):
+            continue  # not in ir_datasets
+        assert ds.counts.queries is not None or ds.name.startswith("beir/cqadupstack/"), name
+        if ds.counts.queries is not None:
+            assert irds_count(metadata, ds.irds_id, "queries") == ds.counts.queries, name
+            assert irds_count(metadata, ds.corpus_dataset().irds_id, "docs") == ds.counts.docs, name
+            checked += 1
+    assert checked == 3 + 13 + 2
+    forums = [f"beir/cqadupstack/{f}" for f in CQADUPSTACK_FORUMS]  # Table A.2: totals over the 12 forums
+    assert sum(irds_count(metadata, f, "queries") for f in forums) == 13_145
+    assert sum(irds_count(metadata, f, "docs") for f in forums) == 457_199

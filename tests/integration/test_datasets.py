@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from irgrid.core.registry import UnknownNameError
 from irgrid.data import datasets
 
 
@@ -58,3 +59,8 @@ def test_staged_home_is_copied_not_written(staged):
 def test_any_ir_datasets_id_is_accepted_with_default_policies():
     ds = datasets.get("cranfield")
     assert ds.corpus == "cranfield" and not ds.drop_self_matches
+
+
+def test_unknown_dataset_suggests():
+    with pytest.raises(UnknownNameError, match="unknown dataset 'beir/scifakt/test'.*Did you mean 'beir/scifact/test'"):
+        datasets.get("beir/scifakt/test")

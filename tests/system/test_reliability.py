@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from support import write_scifact_slice
+from support import experiment_yaml, write_scifact_slice
 
 from irgrid import grid
 from irgrid.runner import cell as cell_mod
@@ -34,21 +34,6 @@ def slice_root(tmp_path_factory) -> Path:
 def _copy_slice(slice_root: Path, dst: Path) -> Path:
     shutil.copytree(slice_root / "data", dst / "data")
     return dst
-
-
-def _yaml(root: Path, name: str | None = None, retrievers: str = "[bm25-pisa]", extra: str = "",
-          datasets: str | None = None) -> Path:
-    name = name or root.name.replace("_", "-")[-40:].strip("-")  # one name per test: one registry per process
-    exp = root / "exp.yaml"
-    exp.write_text(f"""\
-name: rel
-collections:
-  - {{name: {name}, docs: data/docs.tsv, topics: data/topics.tsv, qrels: data/qrels.txt}}
-datasets: {datasets or f'[{name}]'}
-retrievers: {retrievers}
-measures: [AP, nDCG@10]
-{extra}""")
-    return exp
 
 
 def _cli(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -82,7 +67,7 @@ grid.run(spec, out=out, store=store)
 def test_two_grids_same_new_bm25_parameters_never_crash(slice_root, tmp_path):
     root = _copy_slice(slice_root, tmp_path)
     cache = tmp_path / "cache"
-    _yaml(root, retrievers="[bm25-pisa]", datasets="[vaswani]")  # 11,429 documents: a real race window
+    experiment_yaml(root, retrievers="[bm25-pisa]", datasets="[vaswani]")  # 11,429 documents: a real race window
     assert _cli("run", str(root / "exp.yaml"), "--cache", str(cache)).returncode == 0  # publishes the index
     for i in range(5):  # a new k1 each round: both grids write its per-parameter files at the same moment
         k1 = round(1.1 + i / 10, 2)
@@ -107,7 +92,7 @@ def test_partial_query_time_index_file_is_rewritten_not_trusted(slice_root, tmp_
     fix the next grid with those parameters crashed in native code (SIGBUS/SIGSEGV)."""
     root = _copy_slice(slice_root, tmp_path)
     cache = tmp_path / "cache"
-    first = _yaml(root, retrievers="[{name: bm25-pisa, as: bm25-a, options: {k1: 1.37}}]")
+    first = experiment_yaml(root, retrievers="[{name: bm25-pisa, as: bm25-a, options: {k1: 1.37}}]")
     assert _cli("run", str(first), "--cache", str(cache), "--out", str(tmp_path / "o1")).returncode == 0
     lazy = [p for p in cache.glob("indexes/*/pisa-porter2-*/**/*") if p.is_file() and "1.37" in p.name]
     assert lazy, "PISA wrote no per-parameter files"
@@ -124,8 +109,9 @@ def test_partial_query_time_index_file_is_rewritten_not_trusted(slice_root, tmp_
 # -- 2. a failed baseline is one recorded failure; the other cells and datasets still report ----------------
 def test_failed_baseline_with_correction_is_recorded_and_the_grid_finishes(slice_root, tmp_path, monkeypatch):
     root = _copy_slice(slice_root, tmp_path)
-    spec = load(_yaml(root, name="mine", retrievers="[bm25-pisa, {name: bm25-pisa, as: bm25-k12, options: {k1: 1.2}}]",
-                      datasets="[mine, vaswani]", extra="baseline: bm25-pisa\ncorrection: holm\n"))
+    spec = load(experiment_yaml(root, name="mine",
+                                retrievers="[bm25-pisa, {name: bm25-pisa, as: bm25-k12, options: {k1: 1.2}}]",
+                                datasets="[mine, vaswani]", extra="baseline: bm25-pisa\ncorrection: holm\n"))
     original = cell_mod.build_pipeline
 
     def failing(retriever, dataset=None, *a, **kw):
@@ -147,7 +133,7 @@ def test_failed_baseline_with_correction_is_recorded_and_the_grid_finishes(slice
 # -- 3. a docs file changed after it was hashed is never cached under the old hash --------------------------
 def test_docs_changed_after_loading_is_refused_not_cached_under_the_old_hash(slice_root, tmp_path):
     root = _copy_slice(slice_root, tmp_path)
-    spec = load(_yaml(root))
+    spec = load(experiment_yaml(root))
     docs = root / "data" / "docs.tsv"
     lines = docs.read_text().splitlines(keepends=True)
     docs.write_text("".join(lines[: len(lines) // 2]))  # edited while the grid starts
@@ -165,7 +151,7 @@ def test_bom_in_topics_is_stripped(slice_root, tmp_path):
     root = _copy_slice(slice_root, tmp_path)
     topics = root / "data" / "topics.tsv"
     topics.write_bytes(b"\xef\xbb\xbf" + topics.read_bytes())
-    spec = load(_yaml(root))
+    spec = load(experiment_yaml(root))
     first = topics.read_text(encoding="utf-8-sig").split("\t", 1)[0]
     assert spec.datasets[0].topics()["qid"].iloc[0] == first
     results = grid.run(spec, store=Store(tmp_path / "cache"))
@@ -203,7 +189,7 @@ def test_changed_staged_data_is_picked_up(tmp_path, staged):
 # -- 6. a corrupt run meta is named, moved aside and recomputed; it breaks nothing else --------------------------
 def test_corrupt_run_meta_is_named_and_recomputed(slice_root, tmp_path):
     root = _copy_slice(slice_root, tmp_path)
-    exp, cache = _yaml(root), tmp_path / "cache"
+    exp, cache = experiment_yaml(root), tmp_path / "cache"
     assert _cli("run", str(exp), "--cache", str(cache), "--out", str(tmp_path / "o1")).returncode == 0
     meta = next((cache / "runs").glob("*/*.json"))
     meta.write_text('{"retriever": "bm25-pisa", "quer')
@@ -220,7 +206,7 @@ def test_corrupt_run_meta_is_named_and_recomputed(slice_root, tmp_path):
 def test_empty_docs_file_is_refused(slice_root, tmp_path):
     root = _copy_slice(slice_root, tmp_path)
     (root / "data" / "docs.tsv").write_text("")
-    proc = _cli("run", str(_yaml(root)), "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "out"))
+    proc = _cli("run", str(experiment_yaml(root)), "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "out"))
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "docs.tsv" in proc.stderr and "empty" in proc.stderr and "Traceback" not in proc.stderr
     assert not list((tmp_path / "cache").glob("indexes/*/*"))
@@ -229,7 +215,7 @@ def test_empty_docs_file_is_refused(slice_root, tmp_path):
 # -- 8. a cached run that lost lines (still a valid gzip) is detected and recomputed ---------------------------
 def test_truncated_cached_run_is_recomputed(slice_root, tmp_path):
     root = _copy_slice(slice_root, tmp_path)
-    spec, store = load(_yaml(root)), Store(tmp_path / "cache")
+    spec, store = load(experiment_yaml(root)), Store(tmp_path / "cache")
     first = grid.run(spec, store=store)
     run = next((store.root / "runs").glob("*/*.res.gz"))
     lines = gzip.open(run, "rt").read().splitlines(keepends=True)
@@ -246,8 +232,8 @@ def test_outputs_killed_while_writing_are_never_mixed(slice_root, tmp_path, monk
 
     root = _copy_slice(slice_root, tmp_path)
     out, store = tmp_path / "out", Store(tmp_path / "cache")
-    grid.run(load(_yaml(root)), out=out, store=store)
-    other = load(_yaml(root, retrievers="[{name: bm25-pisa, as: other, options: {k1: 1.5}}]"))
+    grid.run(load(experiment_yaml(root)), out=out, store=store)
+    other = load(experiment_yaml(root, retrievers="[{name: bm25-pisa, as: other, options: {k1: 1.5}}]"))
 
     def killed(*a, **kw):
         raise KeyboardInterrupt("killed while writing outputs")
@@ -268,7 +254,7 @@ def test_outputs_killed_while_writing_are_never_mixed(slice_root, tmp_path, monk
 def test_damaged_index_file_is_rebuilt_not_trusted(slice_root, tmp_path):
     root = _copy_slice(slice_root, tmp_path)
     store = Store(tmp_path / "cache")
-    first = grid.run(load(_yaml(root)), store=store)
+    first = grid.run(load(experiment_yaml(root)), store=store)
     folder = next((store.root / "indexes").glob("*/pisa-porter2-*"))
     victim = max((p for p in folder.rglob("*") if p.is_file() and p.suffix != ".json"), key=lambda p: p.stat().st_size)
     victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 3])
@@ -281,7 +267,7 @@ def test_damaged_index_file_is_rebuilt_not_trusted(slice_root, tmp_path):
 def test_deleted_index_marker_is_rebuilt_and_published(slice_root, tmp_path):
     root = _copy_slice(slice_root, tmp_path)
     store = Store(tmp_path / "cache")
-    grid.run(load(_yaml(root)), store=store)
+    grid.run(load(experiment_yaml(root)), store=store)
     folder = next((store.root / "indexes").glob("*/pisa-porter2-*"))
     (folder / "irgrid-index.json").unlink()
     shutil.rmtree(store.root / "runs")
@@ -294,7 +280,7 @@ def test_deleted_index_marker_is_rebuilt_and_published(slice_root, tmp_path):
 
 
 def test_bad_device_is_one_clear_error(tmp_path):
-    proc = _cli("run", str(_yaml(tmp_path, name="x", datasets="[vaswani]")), "--dry-run",
+    proc = _cli("run", str(experiment_yaml(tmp_path, name="x", datasets="[vaswani]")), "--dry-run",
                 env={**ENV, "IRGRID_DEVICE": "gpu"})
     assert proc.returncode == 2 and "IRGRID_DEVICE='gpu'" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -302,14 +288,14 @@ def test_bad_device_is_one_clear_error(tmp_path):
 def test_out_that_is_a_file_fails_before_any_cell(slice_root, tmp_path):
     root = _copy_slice(slice_root, tmp_path)
     (tmp_path / "out").write_text("")
-    proc = _cli("run", str(_yaml(root)), "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "out"))
+    proc = _cli("run", str(experiment_yaml(root)), "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "out"))
     assert proc.returncode == 2 and "is a file" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "cache" / "runs").exists()
 
 
 def test_native_chatter_is_off_unless_verbose_and_cache_file_is_refused(slice_root, tmp_path):
     root = _copy_slice(slice_root, tmp_path)
-    exp = _yaml(root)
+    exp = experiment_yaml(root)
     quiet = _cli("run", str(exp), "--cache", str(tmp_path / "c1"))
     assert quiet.returncode == 0, quiet.stderr[-2000:]
     assert "[info]" not in quiet.stdout + quiet.stderr and "irgrid [1/1] bm25-pisa" in quiet.stderr
@@ -358,14 +344,14 @@ def test_second_grid_on_the_same_out_is_refused_at_once(slice_root, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     with locks.hold(out / ".irgrid-out.lock", "test holder"):
-        proc = _cli("run", str(_yaml(root)), "--cache", str(tmp_path / "cache"), "--out", str(out))
+        proc = _cli("run", str(experiment_yaml(root)), "--cache", str(tmp_path / "cache"), "--out", str(out))
     assert proc.returncode == 2 and "is being written by another irgrid run" in proc.stderr, proc.stderr[-2000:]
     assert not (tmp_path / "cache" / "runs").exists()
 
 
 def test_typo_in_a_collection_measures_fails_before_any_cell(slice_root, tmp_path):
     root = _copy_slice(slice_root, tmp_path)
-    exp = _yaml(root)
+    exp = experiment_yaml(root)
     exp.write_text(exp.read_text().replace("qrels: data/qrels.txt}", "qrels: data/qrels.txt, measures: [nDCG@ten]}")
                    .replace("measures: [AP, nDCG@10]\n", ""))
     proc = _cli("run", str(exp), "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "out"))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from irgrid.core.registry import UnknownNameError
 from irgrid.data import datasets
 from irgrid.runner.transforms import DropSelfMatches
 
@@ -24,11 +23,6 @@ def test_drop_self_matches_reranks():
     assert len(DropSelfMatches()(res.head(0))) == 0
 
 
-def test_unknown_dataset_suggests():
-    with pytest.raises(UnknownNameError, match="unknown dataset 'beir/scifakt/test'.*Did you mean 'beir/scifact/test'"):
-        datasets.get("beir/scifakt/test")
-
-
 def test_duplicate_query_ids_in_catalog_topics_are_refused_unless_declared():
     """pt.Experiment would merge the rankings of two queries sharing an id: refuse, naming the dataset and ids."""
     import pandas as pd
@@ -41,4 +35,3 @@ def test_duplicate_query_ids_in_catalog_topics_are_refused_unless_declared():
     declared = Dataset(name="dup-test", corpus="dup-test", duplicate_qids="the benchmark repeats ids")
     assert list(declared._sampled(topics)["query"]) == ["a", "b"]
     assert declared.config()["duplicate_qids"] == "first" and "duplicate_qids" not in Dataset("d", "d").config()
-

@@ -2,26 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from support import experiment_yaml
 
 from irgrid.runner.experiment import ExperimentError, from_dict, load
-
-
-def _yaml(root: Path, name: str | None = None, retrievers: str = "[bm25-pisa]", extra: str = "",
-          datasets: str | None = None) -> Path:
-    name = name or root.name.replace("_", "-")[-40:].strip("-")  # one name per test: one registry per process
-    exp = root / "exp.yaml"
-    exp.write_text(f"""\
-name: rel
-collections:
-  - {{name: {name}, docs: data/docs.tsv, topics: data/topics.tsv, qrels: data/qrels.txt}}
-datasets: {datasets or f'[{name}]'}
-retrievers: {retrievers}
-measures: [AP, nDCG@10]
-{extra}""")
-    return exp
 
 
 # -- 12. YAML: aliases refused, size capped, duplicate keys refused --------------------------------------------
@@ -79,18 +63,6 @@ def test_malformed_collection_files_name_file_and_line(tmp_path, role, content, 
         body = files[r]
         (data / name).write_bytes(body if isinstance(body, bytes) else body.encode())
     with pytest.raises(ExperimentError) as e:
-        load(_yaml(tmp_path, name=f"bad-{role}-{abs(hash(str(content))) % 10**6}"))
+        load(experiment_yaml(tmp_path, name=f"bad-{role}-{abs(hash(str(content))) % 10**6}"))
     msg = str(e.value)
     assert expected in msg and "collections[0]" in msg, msg
-
-
-def test_qrels_matching_no_document_are_warned_about(tmp_path, caplog):
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "docs.tsv").write_text("D1\tt\tx\n")
-    (data / "topics.tsv").write_text("q1\tx\n")
-    (data / "qrels.txt").write_text("q1 0 D9 1\n")
-    with caplog.at_level("WARNING", logger="irgrid"):
-        load(_yaml(tmp_path, name="nomatch"))
-    assert any("no relevant document" in r.message for r in caplog.records)
-
