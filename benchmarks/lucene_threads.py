@@ -16,7 +16,8 @@ files (one per core), then indexed from them on one thread and on all cores, eac
 CPU-seconds the Java process burnt (`wait4`), so the same work's cost on one and on all cores can be compared;
 with `--buffers` it compares Lucene RAM buffers too.
 
-`--machine` measures what the cores give to independent processes doing compute-bound work (sha256 in cache) and
+`--machine` measures what the cores give to independent processes doing compute-bound work (sha256 of a buffer
+that stays in cache) and
 memory-bound work (random gathers from a 400 MB array): the range any parallel indexing can land in here.
 """
 
@@ -182,7 +183,7 @@ def _thread_cpu(proc: subprocess.Popen) -> list[tuple[str, float]]:
 
 _LOADS = {
     # what the cores give to work that shares nothing: one process alone, then one per core at once
-    "compute (sha256 over 64 MiB, in cache)": "import hashlib; b = bytes(1 << 16)\n"
+    "compute (sha256 of one 64 KiB buffer, 8,192 times)": "import hashlib; b = bytes(1 << 16)\n"
                                              "for _ in range(1 << 13): hashlib.sha256(b).digest()",
     "memory (random gathers from 400 MB)": "import numpy as np; a = np.arange(50_000_000)\n"
                                            "i = np.random.default_rng(1).integers(0, len(a), 20_000_000)\n"
@@ -192,14 +193,14 @@ _LOADS = {
 
 def _machine(cores: int, repeats: int) -> None:
     """Speed-up of `cores` independent processes over one, for a compute-bound and a memory-bound load: the
-    range in which any parallel indexing on this machine can land (Lucene's in-memory inversion is the latter)."""
+    range in which any parallel indexing on this machine can land (Lucene's in-memory inversion is memory-heavy)."""
     import sys
 
     def timed(n: int, code: str) -> float:
         procs = [subprocess.Popen([sys.executable, "-c", f"import time; t = time.perf_counter()\n{code}\n"
                                    "print(time.perf_counter() - t)"], stdout=subprocess.PIPE, text=True)
                  for _ in range(n)]
-        return max(float(p.communicate()[0]) for p in procs)  # each times its own loop, after its set-up
+        return max(float(p.communicate()[0]) for p in procs)  # each times its whole load, set-up included
 
     for name, code in _LOADS.items():
         ratios = []
