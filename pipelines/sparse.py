@@ -71,7 +71,7 @@ LUCENE_PISA = IndexRecipe(
 BM25_OPTIONS = {"k1": 0.9, "b": 0.4, "num_results": 1000}
 
 # `bm25`'s two profiles agree (one index, one run cache): title + text in one field, BM25 k1=0.9 b=0.4.
-_PAPER_RUN = "valentinsvelev/retriever-evaluation:src/run.py: LuceneSearcher ... searcher.set_bm25(k1=0.9, b=0.4)"
+_PAPER_RUN = "valentinsvelev/retriever-evaluation:src/run.py@4bedb75 LuceneSearcher ... searcher.set_bm25(k1=0.9, b=0.4)"
 BM25_PROFILES = {
     "paper": {"k1": Setting(0.9, _PAPER_RUN), "b": Setting(0.4, _PAPER_RUN)},
     "card": {"k1": Setting(0.9, "Pyserini 2CR beir.yaml (flat index): Lucene BM25 k1=0.9"),

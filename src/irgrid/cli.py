@@ -36,13 +36,19 @@ def _shown(value) -> str:
     return str(value)
 
 
-def cmd_profiles(entries, fmt: str) -> int:
-    """Each entry's `paper` vs `card` settings where they differ, side by side with their sources."""
-    from irgrid.core.profiles import differences
+def cmd_profiles(entries, fmt: str, agreeing: bool = False) -> int:
+    """Each entry's `paper` vs `card` settings where they differ (`agreeing`: all of them), side by side with their
+    sources; per-dataset values as rows 'setting [dataset]'; where the paper's text differs from the code, a note."""
+    from irgrid.core.profiles import differences, for_entry
+
+    def profiles(r) -> dict:  # one entry shown alone: with the settings every paper profile shares (depth)
+        if not agreeing or "paper" not in r.profiles:
+            return r.profiles
+        return {**r.profiles, "paper": for_entry("paper", r.profiles["paper"], r.options)}
 
     rows = [{"name": r.name, "setting": d["setting"], "paper": _shown(d["paper"]), "card": _shown(d["card"]),
-             "paper_source": d["paper_source"], "card_source": d["card_source"]}
-            for r in entries for d in differences(r.profiles)]
+             "paper_source": d["paper_source"], "card_source": d["card_source"], "note": d["note"]}
+            for r in entries for d in differences(profiles(r), agreeing)]
     if fmt == "markdown":  # one table per entry (README's "Fidelity to the paper")
         for r in entries:
             mine = [row for row in rows if row["name"] == r.name]
@@ -57,23 +63,70 @@ def cmd_profiles(entries, fmt: str) -> int:
                          row["card_source"]]
                 print("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
             print()
+            for row in mine:
+                if row["note"]:
+                    print(f"- `{row['setting']}`: {row['note']} (the profile follows the code)")
+            if any(row["note"] for row in mine):
+                print()
         return 0
     if not rows:
         print("no profile differences: " + ", ".join(r.name for r in entries) + " run(s) the same settings under "
               "both profiles")
         return 0
+    if not any(row["note"] for row in rows):
+        rows = [{k: v for k, v in row.items() if k != "note"} for row in rows]
     sys.stdout.write(_table(rows, fmt))
     return 0
+
+
+def fidelity(entries) -> list[dict[str, str]]:
+    """Per entry with a `paper` profile: the paper-code commit(s) its settings cite and the settings that cite
+    none (or an older commit without naming the release beside it)."""
+    from irgrid.core.paper_code import RELEASE, pinned
+    from irgrid.core.profiles import for_entry
+
+    rows = []
+    for r in entries:
+        if "paper" not in r.profiles:
+            continue
+        settings = for_entry("paper", r.profiles["paper"], r.options)
+        commits, unpinned = set(), []
+        for key, setting in sorted(settings.items()):
+            where = pinned(setting.source)
+            if where is None or (where[1] != RELEASE and f"release {RELEASE}" not in setting.source):
+                unpinned.append(key)
+            else:
+                commits.add(where[1])
+        rows.append({"name": r.name, "commit": ",".join(sorted(commits)) or "-", "settings": str(len(settings)),
+                     "per_dataset": str(sum(len(s.per_dataset) for s in settings.values())),
+                     "unsourced": " ".join(unpinned) or "-", "status": "ok" if not unpinned else "MISSING"})
+    return rows
+
+
+def cmd_fidelity(entries, fmt: str) -> int:
+    """`irgrid list --profiles --check`: every paper setting cites the release (exit 1 naming those that do not)."""
+    from irgrid.core.paper_code import RELEASE, REPO
+
+    rows = fidelity(entries)
+    sys.stdout.write(_table(rows, "csv" if fmt == "csv" else "table"))
+    bad = [r["name"] for r in rows if r["status"] != "ok"]
+    print(f"\n{len(rows) - len(bad)}/{len(rows)} entries: every paper setting cites {REPO}@{RELEASE} (file@commit)"
+          + (f"; without a commit: {', '.join(bad)}" if bad else ""))
+    return 1 if bad else 0
 
 
 def cmd_list(args) -> int:
     from irgrid.core.retrievers import FAMILIES, RETRIEVERS, get
 
+    if args.name and args.check:
+        return cmd_fidelity([get(args.name)], args.format)
     if args.name:
-        return cmd_profiles([get(args.name)], args.format)
+        return cmd_profiles([get(args.name)], args.format, agreeing=args.format != "markdown")
     entries = sorted(RETRIEVERS, key=lambda r: (FAMILIES.index(r.family), r.architecture, r.name))
     if args.family:
         entries = [r for r in entries if r.family == args.family]
+    if args.check:
+        return cmd_fidelity(entries, args.format)
     if args.profiles or args.format == "markdown":
         return cmd_profiles(entries, args.format)
     rows = [{
@@ -318,6 +371,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--family")
     p.add_argument("--profiles", action="store_true",
                    help="every listed entry's profile differences (paper vs card), side by side with sources")
+    p.add_argument("--check", action="store_true",
+                   help="with --profiles: per entry, the paper-code commit its paper settings cite and any setting "
+                        "that cites none (exit 1 if so)")
     p.set_defaults(func=cmd_list)
     p = sub.add_parser("datasets", help="the dataset catalog: id, group, measures, policies, counts")
     p.add_argument("--format", choices=["table", "csv"], default="table")

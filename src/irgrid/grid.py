@@ -277,6 +277,7 @@ def plan(spec: ExperimentSpec, store: Store) -> list[dict[str, Any]]:
     rows = []
     for dataset in spec.datasets:
         for retriever in spec.retrievers:
+            retriever = retriever.for_dataset(dataset)  # the profile's per-dataset values: the cell's own key
             row: dict[str, Any] = {"dataset": dataset.name, "retriever": retriever.name,
                                    "run_cached": store.has_run(retriever, dataset),
                                    "index_cached": retriever.index is None or store.index_ready(retriever.index, dataset),
@@ -340,6 +341,7 @@ def preflight(spec: ExperimentSpec, store: Store) -> None:
     for dataset in spec.datasets:
         spec.measures_for(dataset)
         for retriever in spec.retrievers:
+            retriever = retriever.for_dataset(dataset)  # the profile's per-dataset values: the cell's own key
             if not store.has_run(retriever, dataset):
                 resolve_models(retriever.all_models(), spec.models)
 

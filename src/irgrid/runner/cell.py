@@ -300,7 +300,9 @@ def run_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store
              model_map: dict[str, str] | None = None, latency_sample: int = 50) -> Cell:
     """Compute (or load) one cell's run. Latency follows the paper: L = (t_enc + t_ret) / N over the whole
     query set in one batch; p50/p95 come from `latency_sample` queries issued one at a time after warm-up;
-    opening the index and loading models is timed separately."""
+    opening the index and loading models is timed separately. The entry runs with its profile's values for
+    this dataset (`Retriever.for_dataset`)."""
+    retriever = retriever.for_dataset(dataset)
     loaded = store.load_run(retriever, dataset)
     if loaded is not None:
         return Cell(retriever, dataset, loaded[0], loaded[1], cached=True)
@@ -365,6 +367,7 @@ def _timed_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, st
 
 def load_cell(retriever: Retriever, dataset: Dataset, store: Store) -> Cell:
     """A cell computed elsewhere (a cluster job): its stored run, or an error saying it is missing."""
+    retriever = retriever.for_dataset(dataset)
     loaded = store.load_run(retriever, dataset)
     if loaded is None:
         raise FileNotFoundError(f"{retriever.name} on {dataset.name}: no stored run at {store.run_path(retriever, dataset)} "

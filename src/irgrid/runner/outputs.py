@@ -149,13 +149,16 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
         for cell in cells:
             entry = retrievers.setdefault(cell.retriever.name, {
                 "family": cell.retriever.family, "architecture": cell.retriever.architecture,
-                "paper_name": paper_name(cell.retriever),
+                "paper_name": paper_name(cell.retriever, cell.dataset),
                 "config_hash": cell.retriever.key(), "models": cell.meta.get("models", {}),
                 "profile": cell.retriever.profile,  # irgrid.core.profiles name applied (None: the entry's defaults)
                 "reference": cell.retriever.reference, "runs": {},
             })
             entry["runs"][dataset_name] = {"run_key": cell.meta.get("key"), "cached": cell.cached,
                                            "ms_per_query": cell.meta.get("ms_per_query")}
+            own = _dataset_values(cell)
+            if own:  # the profile's values for this dataset (e.g. ColBERTv2's query length on ArguAna)
+                entry["runs"][dataset_name]["options"] = own
     manifest = {
         "tiny_models": tiny,  # retrievers whose numbers come from random-weight stand-ins
         "experiment": spec.name,
@@ -173,7 +176,22 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
     write_qrels(cells_by_dataset, out)
 
 
-def paper_name(retriever) -> str | None:
+def _dataset_values(cell) -> dict[str, Any]:
+    """The options the cell's profile set for its dataset, with the values the cell ran with."""
+    from irgrid.core.registry import UnknownNameError
+    from irgrid.core.retrievers import get
+
+    profile = getattr(cell.retriever, "profile", None)
+    if not profile:
+        return {}
+    try:
+        entry = get(cell.retriever.name).with_profile(profile)
+    except (UnknownNameError, ValueError):
+        return {}
+    return {k: cell.retriever.options.get(k, v) for k, v in entry.dataset_options(cell.dataset).items()}
+
+
+def paper_name(retriever, dataset=None) -> str | None:
     """The paper's name for a retriever, only when it is the registered entry unchanged (a variant with other
     options is not the configuration the paper evaluated, so its results are new, not reproductions)."""
     from irgrid.core.registry import UnknownNameError
@@ -185,6 +203,8 @@ def paper_name(retriever) -> str | None:
         return None
     if getattr(retriever, "profile", None):  # the entry under the named profile it ran with (paper or card)
         entry = entry.with_profile(retriever.profile)
+    if dataset is not None:  # and with its values for that dataset
+        entry = entry.for_dataset(dataset)
     return retriever.paper_name if entry.key() == retriever.key() else None
 
 
