@@ -157,6 +157,8 @@ class Retriever:
     # dataset -> {option: value} the applied profile sets on named datasets (ColBERTv2's query length on ArguAna):
     # applied per cell by `for_dataset`, so the value a cell runs with is in its key (this map itself is not)
     per_dataset: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # the per-dataset values `for_dataset` applied to this (cell's) entry: for the manifest (not part of the key)
+    dataset_applied: Mapping[str, Any] = field(default_factory=dict)
     # option name -> (type, min, max) beyond `OPTION_TYPES` (not part of the key: it validates, never changes runs)
     option_types: Mapping[str, tuple[type, float | None, float | None]] = field(default_factory=dict)
     # every checkpoint is its tiny stand-in (`with_tiny_models`); kept so that re-derived variants stay tiny
@@ -297,7 +299,7 @@ class Retriever:
         """This entry as it runs on `dataset`: the profile's per-dataset values applied (the cell's key follows
         them); unchanged on every other dataset. The name stays, so results line up across datasets."""
         values = self.dataset_options(dataset)
-        return self.with_options(**values) if values else self
+        return dataclasses.replace(self.with_options(**values), dataset_applied=values) if values else self
 
     def pipeline(self, dataset: str | None = None, **kwargs: Any) -> pt.Transformer:
         """Build this retriever for a dataset (indexing it first if needed): for scripts and notebooks.

@@ -156,7 +156,7 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
             })
             entry["runs"][dataset_name] = {"run_key": cell.meta.get("key"), "cached": cell.cached,
                                            "ms_per_query": cell.meta.get("ms_per_query")}
-            own = _dataset_values(cell)
+            own = dict(getattr(cell.retriever, "dataset_applied", None) or {})
             if own:  # the profile's values for this dataset (e.g. ColBERTv2's query length on ArguAna)
                 entry["runs"][dataset_name]["options"] = own
     manifest = {
@@ -174,21 +174,6 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
     }
     write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=2, default=str))
     write_qrels(cells_by_dataset, out)
-
-
-def _dataset_values(cell) -> dict[str, Any]:
-    """The options the cell's profile set for its dataset, with the values the cell ran with."""
-    from irgrid.core.registry import UnknownNameError
-    from irgrid.core.retrievers import get
-
-    profile = getattr(cell.retriever, "profile", None)
-    if not profile:
-        return {}
-    try:
-        entry = get(cell.retriever.name).with_profile(profile)
-    except (UnknownNameError, ValueError):
-        return {}
-    return {k: cell.retriever.options.get(k, v) for k, v in entry.dataset_options(cell.dataset).items()}
 
 
 def paper_name(retriever, dataset=None) -> str | None:
