@@ -141,7 +141,7 @@ def make_doct5query(options: Mapping[str, Any]) -> Retriever:
                   f"Section 3.3.3); checkpoint from the paper's README. The release generates from title + ' ' + "
                   f"text truncated to 320 tokens ({D2Q_PY} _worker_doc2query on the corpus of "
                   f"{paper_code.MISC_PY} prepare_pyserini_corpus), as irgrid in both profiles. Older version: "
-                  f"{paper_code.RUN_PY_OLD} build_d2q_docs(max_input_len=512) on the text alone (src/run_v2.py)",
+                  f"{paper_code.RUN_V2_PY} build_d2q_docs(max_input_len=512) on the documents' DataFrame",
     )
 
 

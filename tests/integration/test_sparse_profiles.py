@@ -227,7 +227,7 @@ def test_doct5query_input_length_sampling_and_expansion(monkeypatch):
     monkeypatch.setattr(model, "generate", lambda **kw: seen.append(kw) or real(**kw))
     text = " ".join(f"word{i}" for i in range(900))
     docs = pd.DataFrame({"docno": ["d1", "d2"], "text": [text, "short document"]})
-    # sparse_encoder.py@4bedb75: 320 input tokens (the older run.py@f8a7b63 build_d2q_docs: 512), no top_p
+    # sparse_encoder.py@4bedb75: 320 input tokens (the older run_v2.py@76d4f89 build_d2q_docs: 512), no top_p
     for profile, length, extra in (("paper", 320, {}), ("card", 320, {"top_p": 0.95})):
         p = stage_params("doct5query", profile)
         seen.clear()

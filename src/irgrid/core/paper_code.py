@@ -32,7 +32,8 @@ ENCODER_PY_OLD = "src/encoders/dense_encoder.py@2221346"  # INSTRUCTOR's own han
 ENCODER_PY_F8 = "src/encoders/dense_encoder.py@f8a7b63"  # EmbeddingGemma without prompts; Jina's task everywhere
 NVEMBED_PY_OLD = "src/models/nvembed.py@a20eed2"  # raw instruction, max_length 4096, documents text only
 LLM2VEC_PY_OLD = "src/models/llm2vec.py@f790625"  # documents text only
-RUN_PY_OLD = "src/run.py@f8a7b63"  # build_d2q_docs(max_input_len=512) on text; DeepCT searched with k1 0.9, b 0.4
+RUN_PY_OLD = "src/run.py@f8a7b63"  # DeepCT searched with k1 0.9, b 0.4
+RUN_V2_PY = "src/run_v2.py@76d4f89"  # docT5query: build_d2q_docs(max_input_len=512) on docs_df; DeepCT 0.9 / 0.4
 
 # `path@commit` of a source naming the paper's repository (what `irgrid list --profiles --check` requires)
 PINNED = re.compile(rf"^{re.escape(REPO)}:(?P<path>[\w./-]+\.(?:py|txt|md))@(?P<commit>[0-9a-f]{{7}})\b")
