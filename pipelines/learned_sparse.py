@@ -259,8 +259,8 @@ DEEPCT = ModelRef("macavaney/deepct", arch="bert-token-regression")
 # -- SPLADE ------------------------------------------------------------------------------------------------------
 SPLADE_PAPER = {
     "rounding": S("round", f"{ENCODER_PY} _quantize_pairs: int(round(w * scale))"),
-    "top_k": S(256, f"{ENCODER_PY} _quantize_pairs(topn=256) and encode(): 'topn': 256 for splade (the paper's "
-                    f"text, Section 3.3.2, says 512)"),
+    "top_k": Setting(256, f"{ENCODER_PY} _quantize_pairs(topn=256) and encode(): 'topn': 256 for splade",
+                     text="the top 512 terms (Section 3.3.2)"),
     "scale": S(100.0, f"{ENCODER_PY} encode(): 'scale': 100 for splade"),
 }
 sparse_entry(SparseSpec(
