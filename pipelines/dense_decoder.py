@@ -259,8 +259,10 @@ DECODER_ONLY = [
         citation="Vera et al., 2025 (EmbeddingGemma)",
         notes="bidirectional Gemma 3, mean pooling, Dense 768->3072->768, Normalize. The release formats queries and "
               "documents itself and calls encode_query / encode_document, which add the checkpoint's own prompts "
-              "a second time (sentence-transformers >= 5: the 'query' prompt, and the first of 'document', "
-              "'passage', 'corpus'): the paper profile sends both. doc_empty also stands for an empty (not None) "
+              "a second time (the 'query' prompt, and the first of 'document', 'passage', 'corpus', when no prompt "
+              "is passed: read in sentence-transformers 6.3; the release pins 5.1.2 in "
+              "requirements/requirements_new.txt@0ed0bf9, whose encode_query / encode_document, new in 5.0, are "
+              "documented the same way): the paper profile sends both. doc_empty also stands for an empty (not None) "
               f"title or text, where the release writes it as is. Older version: {ENCODER_PY_F8} encoded without "
               "prompts (title + ' ' + text)",
     ),
