@@ -215,7 +215,7 @@ def build_pipeline(retriever: Retriever, dataset: str | Dataset | None = None, s
     """The entry's full query pipeline on a dataset (index built or reused), dataset policies included."""
     if dataset is None:
         raise ValueError(f"{retriever.name}.pipeline() needs a dataset to index, e.g. 'beir/scifact/test'")
-    dataset = get_dataset(dataset) if isinstance(dataset, str) else dataset
+    dataset = dataset_of(dataset)
     store = store or Store()
     compose = getattr(retriever, "compose", None)
     if compose is not None:  # a pipeline expression (irgrid.runner.expressions): built from its parts' stored cells
@@ -236,6 +236,9 @@ def build_pipeline(retriever: Retriever, dataset: str | Dataset | None = None, s
             artifact = recipe.open(folder, recipe.params, resolve_models(recipe.models, model_map))
             pipeline = retriever.query(artifact, ctx)
             store.record_lazy(folder)
+    from irgrid.runner.roles import FirstStage  # given a result frame: re-ranks it or says what to use, never re-retrieves
+
+    pipeline = FirstStage(retriever, dataset, store, model_map or {}, pipeline)
     if dataset.drop_self_matches:
         from irgrid.runner.transforms import DropSelfMatches
 
@@ -380,4 +383,39 @@ class Failure:
     traceback: str
 
 
+def dataset_of(dataset: str | Dataset) -> Dataset:
+    """A Dataset from a name; a `DatasetName` (what the function form of `extra=` receives) carries the grid's own
+    Dataset (a query sample, a bring-your-own collection), so `retriever.pipeline(name)` is that very dataset."""
+    if isinstance(dataset, str):
+        return getattr(dataset, "dataset", None) or get_dataset(dataset)
+    return dataset
+
+
+class DatasetName(str):
+    """A dataset's name (compares and prints as the name) that still knows its Dataset."""
+
+    dataset: Dataset
+
+    def __new__(cls, dataset: Dataset) -> DatasetName:
+        out = super().__new__(cls, dataset.name)
+        out.dataset = dataset
+        return out
+
+
+def _scorer_role(retriever: Retriever, dataset: str | Dataset | None = None, store: Store | None = None,
+                 model_map: dict[str, str] | None = None):
+    from irgrid.runner.roles import build_scorer
+
+    return build_scorer(retriever, None if dataset is None else dataset_of(dataset), store, model_map)
+
+
+def _indexer_role(retriever: Retriever, dataset: str | Dataset | None = None, store: Store | None = None,
+                  model_map: dict[str, str] | None = None):
+    from irgrid.runner.roles import build_indexer
+
+    return build_indexer(retriever, None if dataset is None else dataset_of(dataset), store, model_map)
+
+
 PIPELINE_BUILDER["build"] = build_pipeline  # `Retriever.pipeline()` (irgrid.core.retrievers) builds through this
+PIPELINE_BUILDER["scorer"] = _scorer_role  # `Retriever.scorer()`
+PIPELINE_BUILDER["indexer"] = _indexer_role  # `Retriever.indexer()`

@@ -223,6 +223,7 @@ def _ensure_scorers() -> None:
     from irgrid.dense import entry as dense_entry
 
     SCORERS.setdefault(dense_entry.dense_query, dense_scorer)
+    SCORERS.setdefault(dense_entry.late_query, late_scorer)
 
 
 @dataclass(frozen=True, eq=False)
@@ -256,7 +257,7 @@ class Expression(Retriever):
         """The runnable pipeline on a dataset: first stages read their cells' stored runs (computed if missing)."""
         parts: list[Any] = []
         inner = _compile(self.tree, self.parts, "first", dataset, store, dict(model_map or {}), parts)
-        return _Composed(inner, parts, self.source)
+        return _Composed(inner, parts, self)
 
 
 def _no_query(*_: Any) -> Any:
@@ -354,11 +355,28 @@ def _check_positions(tree: Ref | Op, parts: Mapping[str, Retriever], mode: str, 
         _check_positions(p, parts, m, where, text, ok)
 
 
+def expression(text: str, name: str = "pipeline", profile: str | None = None) -> Expression:
+    """A pipeline expression over registry entries, as the experiment item `{as: NAME, pipeline: TEXT}` of a file
+    without `profile:` resolves it (same entries, same tree, hence the same cache keys)."""
+    from irgrid.core import retrievers as r_mod
+    from irgrid.core.profiles import DEFAULT_PROFILE
+
+    where = f"irgrid.pipeline({text!r})"
+    return compile_items([(name, text, where)], {},
+                         lambda n: r_mod.get(n).with_profile(profile or DEFAULT_PROFILE))[name]
+
+
 def extra_pipeline(name: str, pipeline: Any, key: str | None) -> Retriever:
     """A pipeline composed in Python (`irgrid.run(spec, extra={name: pipeline}, keys={name: key})`) as a grid
     cell. irgrid cannot see inside a Python object, so its cache key is the caller's `key`: change it whenever the
     pipeline changes. `pipeline` is a PyTerrier transformer, or a function dataset-name -> transformer for grids
     over several datasets."""
+    expression = getattr(pipeline, "expression", None)
+    if isinstance(expression, Expression):  # irgrid.pipeline("EXPR", ds): the YAML item's cell, under its own key
+        try:
+            return dataclasses.replace(expression, name=name)
+        except ValueError as e:
+            raise ExpressionError(f"extra pipeline: {e}") from None
     if not key or not isinstance(key, str):
         raise ExpressionError(f"extra pipeline {name!r} needs a cache key: keys={{{name!r}: 'my-v1'}} (irgrid cannot "
                               f"hash a Python object; change the key whenever you change the pipeline)")
@@ -384,8 +402,12 @@ class _Extra(Retriever):
     def compose(self, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None = None) -> Any:
         import pyterrier as pt
 
+        from irgrid.runner.cell import DatasetName
+
         p = self.pipeline
-        p = p if isinstance(p, pt.Transformer) else p(dataset.name)
+        # the function gets the name, which still knows the grid's Dataset (a query sample, a collection): passed to
+        # `.pipeline(name)` / `irgrid.pipeline(..., name)` it is that very dataset
+        p = p if isinstance(p, pt.Transformer) else p(DatasetName(dataset))
         if dataset.drop_self_matches:  # the dataset's policy applies to every cell (entries get it in build_pipeline)
             from irgrid.runner.transforms import DropSelfMatches
 
@@ -447,15 +469,17 @@ def CachedRun(entry: Retriever, dataset: Dataset, store: Store, model_map: Mappi
 
 
 def MinMax() -> Any:  # noqa: N802
-    return _classes()["MinMax"]()
+    from irgrid.runner.transforms import PerQueryMinMax
+
+    return PerQueryMinMax()
 
 
 def DocText(dataset: Dataset) -> Any:  # noqa: N802
     return _classes()["DocText"](dataset)
 
 
-def _Composed(inner: Any, parts: list[Any], source: str) -> Any:  # noqa: N802
-    return _classes()["Composed"](inner, parts, source)
+def _Composed(inner: Any, parts: list[Any], expression: Expression) -> Any:  # noqa: N802
+    return _classes()["Composed"](inner, parts, expression)
 
 
 @functools.cache
@@ -541,28 +565,19 @@ def _classes() -> dict[str, type]:
         def __repr__(self) -> str:
             return f"DocText({self.dataset.corpus!r})"
 
-    class _MinMax(pt.Transformer):
-        """Per-query min-max scaling to [0, 1] (a query whose scores are all equal gets 0). pyterrier-alpha's
-        `PerQueryMaxMinScore` does this but fails to import its validator in 0.16.5, hence ours."""
-
-        def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-            if len(inp) == 0:
-                return inp
-            g = inp.groupby("qid")["score"]
-            lo, hi = g.transform("min"), g.transform("max")
-            span = (hi - lo).where(hi > lo, 1.0)
-            return inp.assign(score=((inp["score"] - lo) / span).astype(float))
-
-        def __repr__(self) -> str:
-            return "PerQueryMinMax()"
-
     class _Composed(pt.Transformer):
         """The compiled expression; sums the latency its stored stages and memoised scorers declare."""
 
-        def __init__(self, inner: Any, parts: list[Any], source: str):
-            self._inner, self._parts, self.source = inner, parts, source
+        def __init__(self, inner: Any, parts: list[Any], expression: Expression):
+            self._inner, self._parts, self.expression = inner, parts, expression
+            self.source = expression.source
 
         def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+            if "docno" in inp.columns:  # its first stages serve stored runs per qid: they would retrieve anew
+                raise ExpressionError(
+                    f"pipeline {self.source!r} is a first stage: it retrieves for each query, and received a result "
+                    f"frame (a 'docno' column). To re-rank candidates use a scorer, e.g. "
+                    f"irgrid.retriever('all-minilm-l6-v2').scorer(ds), or put the whole cascade in one expression")
             out = self._inner.transform(inp)
             if len(out) == 0:
                 return out
@@ -581,7 +596,7 @@ def _classes() -> dict[str, type]:
         def __repr__(self) -> str:
             return f"Expression({self.source!r}: {self._inner!r})"
 
-    return {"CachedRun": _CachedRun, "DocText": _DocText, "Composed": _Composed, "MinMax": _MinMax}
+    return {"CachedRun": _CachedRun, "DocText": _DocText, "Composed": _Composed}
 
 
 # -- scorers ------------------------------------------------------------------------------------------------------
@@ -669,3 +684,60 @@ def _with_latency(scorer: Any, owner: Any, needs_text: bool = True) -> Any:
     out = _Scorer()
     out.needs_text = needs_text
     return out
+
+
+def late_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None, index: Any = None) -> Any:
+    """A late-interaction entry (ColBERT) as a re-ranker: exact MaxSim of the query's token vectors against each
+    candidate's, read from the entry's index when the cache holds it (the very scores of its full run: its
+    retriever scores candidates by exact MaxSim over the same fp16 vectors), otherwise encoded from the
+    candidates' texts by the entry's engine (float32: equal up to fp16 rounding). pyterrier-colbert's text scorer
+    does the latter but needs colbert-ai, which fails on the pinned transformers (irgrid.dense.entry)."""
+    import numpy as np
+    import pandas as pd
+    import pyterrier as pt
+
+    from irgrid.dense.engine import engine_for, make_query_encoder
+    from irgrid.dense.entry import spec_of
+
+    batch = int(entry.options["batch_size"])
+    q_engine = engine_for(spec_of(entry, "q"), "q", models["query"], device, batch)
+    encode_queries = make_query_encoder(q_engine)
+    stored = index.retriever() if index is not None else None
+    row_of = {d: i for i, d in enumerate(stored.docnos)} if stored is not None else None
+    d_engine = None if stored is not None else engine_for(spec_of(entry, "d"), "d", models["doc"], device, batch)
+    memo = Memo()
+
+    def maxsim(q: np.ndarray, docs: list[np.ndarray]) -> np.ndarray:
+        return np.array([float((q @ np.asarray(d, dtype=np.float32).T).max(axis=1).sum()) if len(d) else 0.0
+                         for d in docs], dtype=np.float32)
+
+    class _LateScorer(pt.Transformer):
+        def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+            if len(inp) == 0:
+                return inp.assign(score=[], rank=[]) if "score" not in inp.columns else inp
+            out = encode_queries.transform(inp.drop(columns=["score", "rank"], errors="ignore")
+                                           .reset_index(drop=True))
+            scores = np.zeros(len(out), dtype=np.float32)
+            for _, rows in out.groupby("qid", sort=False).indices.items():
+                q = np.asarray(out["query_embs"].iloc[rows[0]], dtype=np.float32)
+                docnos = out["docno"].iloc[rows].astype(str).tolist()
+                if stored is not None:
+                    missing = [d for d in docnos if d not in row_of]
+                    if missing:
+                        raise KeyError(f"{entry.name}: {len(missing)} candidate(s) not in its index, e.g. {missing[:3]}")
+                    scores[rows] = stored.maxsim(q, np.array([row_of[d] for d in docnos], dtype=np.int64))
+                else:
+                    texts = out["text"].iloc[rows].tolist()
+                    scores[rows] = maxsim(q, memo.get_many(texts, lambda todo: list(d_engine.encode(todo))))
+            out = out.drop(columns=["query_embs"]).assign(score=scores.astype(float))
+            return pt.model.add_ranks(out)
+
+        def latency_seconds(self) -> float:
+            return memo.served
+
+        def __repr__(self) -> str:
+            return f"LateInteractionScorer({entry.name!r}, {'index' if stored is not None else 'texts'})"
+
+    scorer = _LateScorer()
+    scorer.needs_text = stored is None
+    return scorer
