@@ -84,8 +84,8 @@ def dataset(item: str | dict[str, Any], base: Any = ".") -> Any:
     from pathlib import Path
 
     from irgrid.data import byo
-    from irgrid.runner.experiment import ExperimentError, _dataset
     from irgrid.runner.cell import dataset_of
+    from irgrid.runner.experiment import ExperimentError, _dataset
 
     if isinstance(item, dict) and "docs" in item:
         try:

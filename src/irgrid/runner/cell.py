@@ -236,8 +236,9 @@ def build_pipeline(retriever: Retriever, dataset: str | Dataset | None = None, s
             artifact = recipe.open(folder, recipe.params, resolve_models(recipe.models, model_map))
             pipeline = retriever.query(artifact, ctx)
             store.record_lazy(folder)
-    from irgrid.runner.roles import FirstStage  # given a result frame: re-ranks it or says what to use, never re-retrieves
+    from irgrid.runner.roles import FirstStage
 
+    # given a result frame, a first stage re-ranks it or says what to use: it never retrieves anew
     pipeline = FirstStage(retriever, dataset, store, model_map or {}, pipeline)
     if dataset.drop_self_matches:
         from irgrid.runner.transforms import DropSelfMatches

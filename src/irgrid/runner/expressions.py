@@ -693,7 +693,6 @@ def late_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None,
     candidates' texts by the entry's engine (float32: equal up to fp16 rounding). pyterrier-colbert's text scorer
     does the latter but needs colbert-ai, which fails on the pinned transformers (irgrid.dense.entry)."""
     import numpy as np
-    import pandas as pd
     import pyterrier as pt
 
     from irgrid.dense.engine import engine_for, make_query_encoder
