@@ -198,6 +198,12 @@ class Retriever:
     def __hash__(self) -> int:
         return hash((self.name, self.key()))
 
+    def depth(self) -> int | None:
+        """The most results it returns per query (its `num_results`); None when the entry does not declare one.
+        Grids refuse deeper runs and flag measures that look deeper than this (irgrid.runner.checks)."""
+        value = self.options.get("num_results")
+        return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
     def with_options(self, name: str | None = None, **options: Any) -> Retriever:
         """A variant with some options changed; unknown option names are an error, not a silent no-op."""
         if self.derive is not None and set(options) & set(self.derive_options):

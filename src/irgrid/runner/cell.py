@@ -28,6 +28,7 @@ from irgrid.data.datasets import Dataset, DatasetError
 from irgrid.data.datasets import get as get_dataset
 from irgrid.data.doc_fields import fielded_docs
 from irgrid.models import resolver as models_mod
+from irgrid.runner.checks import RunCheckError, check_run, depth_of
 from irgrid.store import CacheError, Store
 
 log = logging.getLogger("irgrid")
@@ -307,12 +308,12 @@ def run_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store
     opening the index and loading models is timed separately."""
     loaded = store.load_run(retriever, dataset)
     if loaded is not None:
-        return Cell(retriever, dataset, loaded[0], loaded[1], cached=True)
+        return _checked(Cell(retriever, dataset, loaded[0], loaded[1], cached=True), topics)
     # one job computes a cell at a time (two grids submitted on one shared cache never compute it twice)
     with store.lock(store.run_path(retriever, dataset), f"run {retriever.name} on {dataset.name}"):
         loaded = store.load_run(retriever, dataset, repair=True)  # a damaged run is named, moved aside, redone
         if loaded is not None:
-            return Cell(retriever, dataset, loaded[0], loaded[1], cached=True)
+            return _checked(Cell(retriever, dataset, loaded[0], loaded[1], cached=True), topics)
         store.remove_leftovers(store.run_path(retriever, dataset))
         store.remove_leftovers(store.meta_path(retriever, dataset))
         return _compute_cell(retriever, dataset, topics, store, model_map, latency_sample)
@@ -341,6 +342,8 @@ def _timed_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, st
         t0 = time.perf_counter()
         pipeline.transform(topics.iloc[[i]])
         single.append(1000 * (time.perf_counter() - t0 + accounted() - before))
+    # a malformed run is refused before it is stored (never evaluated, never reused)
+    empty = check_run(res, retriever.name, dataset.name, topics, depth_of(retriever))
     models = resolve_models(retriever.all_models(), model_map)
     meta = {
         "retriever": retriever.name,
@@ -360,11 +363,25 @@ def _timed_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, st
         "models": {role: r.manifest() for role, r in models.items()},
         "config": retriever.config(),
         "pipeline": repr(pipeline),
+        "empty_queries": empty,  # topic qids without any result (present in the topics, absent from the run)
     }
     store.save_run(retriever, dataset, res, meta)
     loaded = store.load_run(retriever, dataset)  # evaluate exactly what was stored: reruns are identical
     assert loaded is not None
-    return Cell(retriever, dataset, loaded[0], loaded[1], cached=False)
+    return _checked(Cell(retriever, dataset, loaded[0], loaded[1], cached=False), topics)
+
+
+def _checked(cell: Cell, topics: pd.DataFrame | None) -> Cell:
+    """The cell, its run checked (irgrid.runner.checks): a stored run with duplicate pairs, more rows than the
+    system's depth, disordered ranks or foreign queries is refused; the queries without results are recorded."""
+    empty = check_run(cell.res, cell.retriever.name, cell.dataset.name, topics, depth_of(cell.retriever))
+    recorded = cell.meta.get("empty_queries")
+    if recorded is not None and topics is not None and sorted(map(str, recorded)) != empty:
+        lost = sorted(set(empty) - set(map(str, recorded)))
+        raise RunCheckError(f"run of {cell.retriever.name!r} on {cell.dataset.name!r}: queries {lost[:5]} have no "
+                            f"results although its metadata records only {len(recorded)} empty queries")
+    cell.meta.setdefault("empty_queries", empty)  # runs stored before this was recorded
+    return cell
 
 
 def load_cell(retriever: Retriever, dataset: Dataset, store: Store) -> Cell:
@@ -373,7 +390,7 @@ def load_cell(retriever: Retriever, dataset: Dataset, store: Store) -> Cell:
     if loaded is None:
         raise FileNotFoundError(f"{retriever.name} on {dataset.name}: no stored run at {store.run_path(retriever, dataset)} "
                                 f"although its job reported success")
-    return Cell(retriever, dataset, loaded[0], loaded[1], cached=True)
+    return _checked(Cell(retriever, dataset, loaded[0], loaded[1], cached=True), dataset.topics())
 
 
 @dataclass

@@ -243,6 +243,9 @@ class Expression(Retriever):
             out.update({f"{name}:{role}": ref for role, ref in part.all_models().items()})
         return out
 
+    def depth(self) -> int | None:
+        return _depth(self.tree, self.parts)
+
     def with_tiny_models(self) -> Retriever:
         """Every part on its tiny stand-ins (the parts' keys, hence this expression's, say so)."""
         return dataclasses.replace(self, parts={n: p.with_tiny_models() for n, p in self.parts.items()},
@@ -258,6 +261,24 @@ class Expression(Retriever):
         parts: list[Any] = []
         inner = _compile(self.tree, self.parts, "first", dataset, store, dict(model_map or {}), parts)
         return _Composed(inner, parts, self)
+
+
+def _depth(tree: Ref | Op, parts: Mapping[str, Retriever]) -> int | None:
+    """Most results per query: a cut-off's k, a cascade its candidates', fusions the union's (rrf: num_results)."""
+    if isinstance(tree, Ref):
+        return parts[tree.name].depth()
+    depths = [_depth(p, parts) for p in tree.parts]
+    args = dict(tree.args)
+    if tree.op == "%":
+        return int(args["k"]) if depths[0] is None else min(int(args["k"]), depths[0])
+    if tree.op == "rrf":
+        known = None if None in depths else sum(depths)  # type: ignore[arg-type]
+        return int(args["num_results"]) if known is None else min(int(args["num_results"]), known)
+    if tree.op in (">>", "*"):
+        return depths[0]
+    if None in depths:
+        return None
+    return min(depths) if tree.op == "&" else sum(depths)  # type: ignore[arg-type]
 
 
 def _no_query(*_: Any) -> Any:
