@@ -55,25 +55,28 @@ def retriever(name: str) -> Retriever:
     return get(name)
 
 
-def pipeline(entry: str | Retriever, dataset: Any = None, **kwargs: Any) -> Any:
+def pipeline(entry: str | Retriever, dataset: Any = None, names: dict[str, Any] | None = None, **kwargs: Any) -> Any:
     """A PyTerrier transformer for a dataset, for scripts and notebooks: a registry entry's first-stage retriever
     (its index built or reused from the cache; `irgrid.retriever(name).pipeline(dataset)` is the same call), or a
     pipeline expression of the experiment-file grammar, e.g. `irgrid.pipeline("bm25 % 100 >> all-minilm-l6-v2",
     "beir/scifact/test")`: the very transformer the item `{as: x, pipeline: "..."}` runs (same stages, cache keys
-    and latency accounting; in `irgrid.run(..., extra={"x": it})` it is that item's cell, no key needed)."""
+    and latency accounting; in `irgrid.run(..., extra={"x": it})` it is that item's cell, no key needed).
+    `names` gives an expression the file's own `as:` names: `names={"casc": irgrid.pipeline("bm25 % 100 >> ...",
+    ds), "k12": irgrid.retriever("bm25").with_options(k1=1.2)}`, then `irgrid.pipeline("casc % 10", ds, names)`."""
     from irgrid.runner.cell import build_pipeline
 
     if isinstance(entry, str):
         from irgrid.core.registry import UnknownNameError
         from irgrid.runner import expressions
 
+        named = {n: getattr(p, "expression", p) for n, p in (names or {}).items()}
         try:
-            entry = retriever(entry)
+            entry = named[entry] if entry in named else retriever(entry)
         except UnknownNameError:
             tree = expressions.parse(entry)
             if isinstance(tree, expressions.Ref):
                 raise
-            entry = expressions.expression(entry)
+            entry = expressions.expression(entry, named=named)
     return build_pipeline(entry, dataset, **kwargs)
 
 

@@ -79,19 +79,25 @@ def depth_of(retriever: Any) -> int | None:
     return depth() if callable(depth) else None
 
 
+EVALUATION_DEPTH = 1000  # TREC's usual run depth: a run at least this deep is not "truncated" for AP, R, nDCG
+
+
 def run_depth(retriever: Any, res: pd.DataFrame) -> int:
     """The depth a run is compared at: the declared one, else the most results it holds for a query."""
     declared = depth_of(retriever)
-    if declared is not None:
-        return declared
+    return declared if declared is not None else observed_depth(res)
+
+
+def observed_depth(res: pd.DataFrame) -> int:
     return int(res["qid"].value_counts().max()) if len(res) else 0
 
 
-def beyond_depth(measure: Any, depth: int, deepest: int) -> bool:
-    """Whether a measure looks deeper than the system returns: its cut-off exceeds the system's depth (R@100 on
-    a 50-deep cascade), or it has no cut-off (AP, R, nDCG) and the system returns fewer results per query than
-    the deepest system it is compared with, so part of its value is lost to truncation, not ranking."""
+def beyond_depth(measure: Any, depth: int, reach: int) -> bool:
+    """Whether a measure looks deeper than the system returns. `reach`: the most results any compared system
+    holds for a query (what the collection allows). A cut-off above the system's depth (R@100 on a 50-deep
+    cascade), or no cut-off (AP, R, nDCG) on a run cut shorter than min(reach, 1000): part of the value is then
+    lost to the cut, not to the ranking."""
     cutoff = (getattr(measure, "params", None) or {}).get("cutoff")
     if cutoff is not None:
-        return int(cutoff) > depth
-    return depth < deepest
+        return int(cutoff) > depth and depth < reach
+    return depth < min(reach, EVALUATION_DEPTH)

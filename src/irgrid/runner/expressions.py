@@ -376,14 +376,22 @@ def _check_positions(tree: Ref | Op, parts: Mapping[str, Retriever], mode: str, 
         _check_positions(p, parts, m, where, text, ok)
 
 
-def expression(text: str, name: str = "pipeline", profile: str | None = None) -> Expression:
+def expression(text: str, name: str = "pipeline", profile: str | None = None,
+               named: Mapping[str, Any] | None = None) -> Expression:
     """A pipeline expression over registry entries, as the experiment item `{as: NAME, pipeline: TEXT}` of a file
-    without `profile:` resolves it (same entries, same tree, hence the same cache keys)."""
+    without `profile:` resolves it (same entries, same tree, hence the same cache keys). `named`: the file's own
+    `as:` names (entries with options, other expressions), each renamed to its name as an item would be."""
     from irgrid.core import retrievers as r_mod
     from irgrid.core.profiles import DEFAULT_PROFILE
 
     where = f"irgrid.pipeline({text!r})"
-    return compile_items([(name, text, where)], {},
+    own = {}
+    for n, part in (named or {}).items():
+        if not isinstance(part, Retriever):
+            raise ExpressionError(f"{where}: names[{n!r}] is a {type(part).__name__}; give an entry "
+                                  f"(irgrid.retriever(...), with options) or irgrid.pipeline('EXPR', ds)")
+        own[n] = dataclasses.replace(part, name=n)
+    return compile_items([(name, text, where)], own,
                          lambda n: r_mod.get(n).with_profile(profile or DEFAULT_PROFILE))[name]
 
 
@@ -429,6 +437,8 @@ class _Extra(Retriever):
         # the function gets the name, which still knows the grid's Dataset (a query sample, a collection): passed to
         # `.pipeline(name)` / `irgrid.pipeline(..., name)` it is that very dataset
         p = p if isinstance(p, pt.Transformer) else p(DatasetName(dataset))
+        if isinstance(getattr(p, "expression", None), Expression):  # irgrid.pipeline("EXPR", name): this grid's cache
+            p = p.expression.compose(dataset, store, model_map)
         if dataset.drop_self_matches:  # the dataset's policy applies to every cell (entries get it in build_pipeline)
             from irgrid.runner.transforms import DropSelfMatches
 
@@ -692,7 +702,8 @@ def _with_latency(scorer: Any, owner: Any, needs_text: bool = True) -> Any:
         def transform(self, inp: Any) -> Any:
             if len(inp) == 0:
                 return inp.assign(score=[], rank=[]) if "score" not in inp.columns else inp
-            out = scorer.transform(inp.drop(columns=["score", "rank"], errors="ignore"))
+            # `docid`: a first stage's own document ids (another index's numbering): never look vectors up by it
+            out = scorer.transform(inp.drop(columns=["score", "rank", "docid"], errors="ignore"))
             out = out.drop(columns=[c for c in ("query_vec", "doc_vec", "docid") if c in out.columns])
             return pt.model.add_ranks(out)
 

@@ -60,10 +60,11 @@ class PerQueryMinMax(pt.Transformer):
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         if len(inp) == 0:
             return inp
-        g = inp.groupby("qid")["score"]
+        score = inp["score"].astype(float)  # in float64 whatever the retriever's dtype: both doors compute alike
+        g = score.groupby(inp["qid"])
         lo, hi = g.transform("min"), g.transform("max")
         span = (hi - lo).where(hi > lo, 1.0)
-        return inp.assign(score=((inp["score"] - lo) / span).astype(float))
+        return inp.assign(score=(score - lo) / span)
 
     def __repr__(self) -> str:
         return "PerQueryMinMax()"
