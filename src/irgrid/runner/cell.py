@@ -289,15 +289,20 @@ def _index_encoding(retriever: Retriever, dataset: Dataset, store: Store) -> dic
 def _latency_accounting(pipeline):
     """Sum of `latency_seconds()` over the pipeline's parts: time a stage really costs but that a cache served
     in this process (e.g. cached query generations). Duck-typed, so any transformer can declare it."""
-    parts, stack = [], [pipeline]
+    parts, stack, seen = [], [pipeline], set()
     while stack:
         t = stack.pop()
+        if id(t) in seen:  # a stage reused within one pipeline declares its time once
+            continue
+        seen.add(id(t))
         if hasattr(t, "latency_seconds"):
             parts.append(t)
         stack.extend(getattr(t, "_transformers", None) or [])
-        inner = getattr(t, "transformer", None)
-        if inner is not None and inner is not t:
-            stack.append(inner)
+        stack.extend(getattr(t, "transformers", None) or [])  # pyterrier-alpha RRFusion
+        for attr in ("transformer", "left", "right"):  # wrappers; PyTerrier's +, |, & operators
+            inner = getattr(t, attr, None)
+            if inner is not None and inner is not t and hasattr(inner, "transform"):
+                stack.append(inner)
     return lambda: sum(p.latency_seconds() for p in parts)
 
 
