@@ -13,8 +13,9 @@ What is ours and why (everything else is PyTerrier's, pyterrier-alpha's and pyte
   stage share its stored run;
 - re-ranking position: an entry on the right of `>>` scores the candidates it receives instead of retrieving.
   Dense entries do so through a pyterrier-dr `BiEncoder` over irgrid's own encoding engine (the same vectors
-  the entry's index holds, documents' texts from the dataset's ir_datasets docstore); `reranker` entries
-  (`pipelines/rerankers.py`: cross-encoders, monoT5) only re-rank.
+  the entry's index holds, documents' texts from the dataset's ir_datasets docstore), late-interaction entries
+  by exact MaxSim (`late_scorer`); `reranker` entries (`pipelines/rerankers.py`: cross-encoders, monoT5) only
+  re-rank. The same scorers are the entries' `.scorer(ds)` role in Python (irgrid.runner.roles).
 
 Grammar (operators as in PyTerrier):
 
@@ -367,8 +368,8 @@ def _check_positions(tree: Ref | Op, parts: Mapping[str, Retriever], mode: str, 
         if mode == "rerank" and entry.query not in SCORERS:
             kind = "a pipeline" if isinstance(entry, Expression) else f"a {entry.family} entry"
             raise ExpressionError(f"{where}: pipeline {text!r}: {tree.name!r} ({kind}) cannot re-rank the "
-                                  f"candidates of the left side of >>; re-rankers are dense bi-encoders and the "
-                                  f"'reranker' family (see `irgrid list`). Fuse first stages with + or rrf(...)")
+                                  f"candidates of the left side of >>; re-rankers are dense bi-encoders, late-"
+                                  f"interaction entries and the 'reranker' family (see `irgrid list`). Fuse first stages with + or rrf(...)")
         return
     modes = ("first", "rerank") if tree.op == ">>" else (mode,) * len(tree.parts)
     feeds = (True, False) if tree.op == ">>" else (tree.op in ("|", "&"),) * len(tree.parts)
