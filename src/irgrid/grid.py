@@ -27,6 +27,7 @@ from irgrid.data.datasets import Dataset
 from irgrid.models import resolver as models_mod
 from irgrid.models.cache import release_all as release_models
 from irgrid.runner.cell import Cell, Failure, _disk_note, load_cell, resolve_models, run_cell
+from irgrid.runner.checks import beyond_depth, observed_depth, run_depth
 from irgrid.runner.experiment import ExperimentSpec
 from irgrid.runner.experiment import load as load_experiment
 from irgrid.store import Store
@@ -50,6 +51,8 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
                                   test=spec.test, correction=spec.correction if baseline is not None else None,
                                   verbose=False)
     perq = measures_mod.experiment(frames, topics, qrels, measures, names=names, perquery=True, verbose=False)
+    depths = {c.retriever.name: run_depth(c.retriever, c.res) for c in cells}
+    reach = max((observed_depth(c.res) for c in cells), default=0)
     rows = []
     for _, row in agg.iterrows():
         cell = cells[names.index(row["name"])]
@@ -64,6 +67,7 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
                 "p_value_corrected": None if is_base or pc is None or pd.isna(pc) else float(pc),
                 "significant": None if is_base or pc is None or pd.isna(pc) else bool(pc < 0.05),
                 "baseline": spec.baseline,
+                "beyond_depth": beyond_depth(m, depths[row["name"]], reach),
             })
         rows.append({"dataset": dataset.name, "system": row["name"], "measure": "ms/query",
                      "value": float(cell.meta["ms_per_query"]), "p_value": None, "p_value_corrected": None,
@@ -259,7 +263,8 @@ def _data_error(dataset: Dataset, e: Exception) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-RESULT_COLUMNS = ["dataset", "system", "measure", "value", "p_value", "p_value_corrected", "significant", "baseline"]
+RESULT_COLUMNS = ["dataset", "system", "measure", "value", "p_value", "p_value_corrected", "significant", "baseline",
+                  "beyond_depth"]  # the measure looks deeper than the system returns (irgrid.runner.checks)
 
 
 def _fmt_seconds(seconds: float | None) -> str:

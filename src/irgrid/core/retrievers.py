@@ -204,6 +204,12 @@ class Retriever:
     def __hash__(self) -> int:
         return hash((self.name, self.key()))
 
+    def depth(self) -> int | None:
+        """The most results it returns per query (its `num_results`); None when the entry does not declare one.
+        Grids refuse deeper runs and flag measures that look deeper than this (irgrid.runner.checks)."""
+        value = self.options.get("num_results")
+        return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
     def with_options(self, name: str | None = None, **options: Any) -> Retriever:
         """A variant with some options changed; unknown option names are an error, not a silent no-op."""
         if self.derive is not None and set(options) & set(self.derive_options):
@@ -306,10 +312,29 @@ class Retriever:
 
         The work is the runner's, a layer above this one: it registers itself in `PIPELINE_BUILDER` when imported
         (`irgrid.retriever()` and `irgrid.pipeline()` import it), so entries stay pure data."""
-        if PIPELINE_BUILDER.get("build") is None:
+        return self._role("build", dataset, **kwargs)
+
+    # The roles an entry hands out, as PyTerrier artifacts hand out transformers (built by the runner, like
+    # `pipeline`): `retriever` is `pipeline`; `scorer` re-ranks the candidates it is given; `indexer` builds the index.
+    def retriever(self, dataset: str | None = None, **kwargs: Any) -> pt.Transformer:
+        """The first-stage retriever (same as `pipeline`). Given a result frame (a `docno` column) it re-ranks
+        exactly those candidates when the entry can score them, and raises otherwise: it never retrieves anew."""
+        return self._role("build", dataset, **kwargs)
+
+    def scorer(self, dataset: str | None = None, **kwargs: Any) -> pt.Transformer:
+        """A transformer that re-scores the candidates it receives (`bm25 % 100 >> dense.scorer(ds)`), as on the
+        right of `>>` in an experiment's pipeline expression; an error for entries that cannot score."""
+        return self._role("scorer", dataset, **kwargs)
+
+    def indexer(self, dataset: str | None = None, **kwargs: Any) -> Any:
+        """An indexer whose `index()` builds (or reuses) this entry's index of the dataset's corpus in the cache."""
+        return self._role("indexer", dataset, **kwargs)
+
+    def _role(self, role: str, dataset: Any, **kwargs: Any) -> Any:
+        if PIPELINE_BUILDER.get(role) is None:
             raise RuntimeError(f"{self.name}.pipeline() needs irgrid's runner: get entries with irgrid.retriever(name) "
                                f"or call irgrid.pipeline(entry, dataset)")
-        return PIPELINE_BUILDER["build"](self, dataset, **kwargs)
+        return PIPELINE_BUILDER[role](self, dataset, **kwargs)
 
 
 # Declared option types with ranges (issue 13): (type, minimum, maximum); None bounds are open. Entries may

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable, Iterator
@@ -376,7 +377,11 @@ for _entry in disastqa_ir.entries():
 
 
 def get(name: str) -> Dataset:
-    """A catalog dataset, or any other ir_datasets id with default policies."""
+    """A catalog dataset, or any other ir_datasets id with default policies; `NAME@q40s3` is NAME's 40-query
+    sample with seed 3 (the name `Dataset.with_sample` gives, as grids and stored runs show it)."""
+    sampled = re.fullmatch(r"(.+)@q(\d+)s(\d+)", name)
+    if sampled and name not in DATASETS:
+        return get(sampled.group(1)).with_sample(int(sampled.group(2)), int(sampled.group(3)))
     if name in DATASETS:
         return DATASETS.get(name)
     ensure_irds_home()

@@ -59,6 +59,10 @@ def _write_documents(grid: Grid, a: Analyses, tables: Sequence[Table], figures: 
     skipped = a.params.get("skipped") or []
     note = (f"Skipped (no stored runs in {grid.out / 'runs'}): failure points, hard queries, Jaccard and fusion "
             f"for {', '.join(skipped)}." if skipped else "")
+    from irgrid.runner.outputs import depth_note
+
+    deep = depth_note(grid.results)  # measures deeper than the system returns (results.csv `beyond_depth`)
+    note = " ".join(n for n in (note, deep) if n)
     md = [f"# {name}: report", "", f"From `{grid.out}` ({params}).", ""] + ([note, ""] if note else [])
     md += [to_markdown(t) for t in tables]
     md += [f"![{p.stem}]({p.name})\n" for p in figures]

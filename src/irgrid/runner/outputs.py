@@ -63,12 +63,29 @@ def markdown_table(results: pd.DataFrame, alpha: float = 0.05) -> str:
                 if r["significant"] is True:
                     base = block[(block["system"] == baseline) & (block["measure"] == m)]["value"].iloc[0]
                     text += " ▲" if r["value"] > base else " ▼"
+                if str(r.get("beyond_depth")) == "True":
+                    text += " †"
                 cells.append(text)
             name = f"{system} (baseline)" if system == baseline else system
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines.append("")
     lines.append(f"▲/▼: significantly better/worse than the baseline (corrected p < {alpha}).")
+    deep = depth_note(results)
+    if deep:
+        lines += ["", deep]
     return "\n".join(lines) + "\n"
+
+
+def depth_note(results: pd.DataFrame) -> str:
+    """A note on the values whose measure looks deeper than the system returns (column `beyond_depth`)."""
+    if "beyond_depth" not in results.columns:
+        return ""
+    flagged = results[results["beyond_depth"].astype(str) == "True"]
+    if not len(flagged):
+        return ""
+    shown = "; ".join(f"{d}: {s} {m}" for d, s, m in zip(flagged["dataset"], flagged["system"], flagged["measure"]))
+    return (f"†: the measure looks deeper than the system returns (a cut-off above its depth, or no cut-off on a run "
+            f"shorter than the deepest compared): part of the value is truncation, not ranking. {shown}.")
 
 
 WRITING = ".irgrid-writing"  # present while a grid writes its outputs: the folder is not one experiment yet
