@@ -7,6 +7,7 @@ Cheap tests cover a few cells; the heavy ones cover every cell (all 46,000 open-
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -67,6 +68,36 @@ def test_replay_cli_equals_every_published_cell(tmp_path, published):
     # the 8 published cells without released answers are the README's 8 "-" cells
     missing = set(published.index) - set(cells)
     assert len(missing) == 8 and {s for _, s in missing} == {"golden", "mix"}
+    for (m, s), row in _readme_table().items():  # the README's paper-convention columns are these values
+        if (m, s) in set(cells):
+            assert row["ROUGE-L-paper"] == f"{results[(m, s, 'ROUGE-L-paper')]:.4f}"
+            assert row["BLEU-4-paper"] == f"{results[(m, s, 'BLEU-4-paper')]:.4f}"
+
+
+def _readme_table() -> dict[tuple[str, str], dict[str, str]]:
+    """The README's replay table: per (reader, setting) the accuracy-paper and paper-convention cells."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    out = {}
+    for line in readme.splitlines():
+        found = re.match(r"\| [^|]*\(`([^`]+)`\) \| (base|golden|mix) \|(.*)", line)
+        if found:
+            cols = [c.strip() for c in found.group(3).strip(" |").split("|")]
+            out[(found.group(1), found.group(2))] = {
+                "accuracy-paper": cols[0].split("/")[1].strip(),
+                "ROUGE-L-paper": cols[1].split("/", 1)[1].strip(), "BLEU-4-paper": cols[2].split("/", 1)[1].strip()}
+    return out
+
+
+def test_readme_table_shows_the_published_values(published):
+    """Every README row's accuracy-paper and paper-convention cells are the published values (4 decimals);
+    cells without released answers say so and name the published value."""
+    table = _readme_table()
+    assert set(table) == set(published.index)
+    for (m, s), row in table.items():
+        p = published.loc[(m, s)]
+        assert row["accuracy-paper"] == f"{p['mcq_accuracy']:.4f}", (m, s)
+        for name, col in MEASURES.items():
+            assert row[name] in (f"{p[col]:.4f}", f"– (pub. {p[col]:.4f})"), (m, s, name)
 
 
 def test_accuracy_paper_scores_the_repeated_item_as_the_authors(published):

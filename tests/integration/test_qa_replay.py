@@ -122,7 +122,10 @@ def test_readme_judge_figures_are_computed(tmp_path):
         a = cv["held_out"]
         row = _readme_row(label)
         assert row[3:6] == [f"{a['cell_kendall_tau']:.3f}", f"{a['cell_pearson']:.3f}", f"{a['cell_mae']:.2f}"]
-        assert row[6] == f"{a['answer_spearman']:.3f} / {a['answer_pearson']:.3f} / {a['answer_mae']:.1f}"
+    b = result["setting_baseline"]
+    assert _readme_row("setting-only baseline (no judge)")[3:6] == [
+        f"{b['cell_kendall_tau']:.3f}", f"{b['cell_pearson']:.3f}", f"{b['cell_mae']:.2f}"]
+    assert result["readers"] == 12 and set(result["excluded"]) == {"Yi-6B-Chat", "gemma-7b"}
     al = result["alignment"]
     row = _readme_row("label check (all 8,400 labels)")
     assert row[1:] == [f"{al['labels_consistent_with_keypoint_count']:.3f}",

@@ -168,7 +168,7 @@ class Judge:
 # objective reader x setting MAE (`make qa-judges`; held-out figures in README.md). DEFAULT matches gold key
 # points against the answer's sentences (any reader, live or replayed); DEFAULT_ANSWER_KEYPOINTS against the
 # answer key points the authors extracted (released files that carry `model_keypoint`).
-DEFAULT = Judge("lexical", 0.325)
+DEFAULT = Judge("lexical", 0.35)
 DEFAULT_ANSWER_KEYPOINTS = Judge("lexical", 0.325, units="model_keypoint")
 
 

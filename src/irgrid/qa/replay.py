@@ -282,7 +282,8 @@ def _cached(path: Path, compute, what: str, stats: dict[str, Any]) -> pd.DataFra
     start = time.perf_counter()
     part = compute()
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, part.to_json(orient="records"))
+    # 15 significant digits (pandas' maximum; its default of 10 would move cached means by ~1e-12)
+    write_text_atomic(path, part.to_json(orient="records", double_precision=15))
     took = time.perf_counter() - start
     stats["computed"] += 1
     stats["seconds"][what] = round(took, 1)
@@ -360,6 +361,8 @@ def measure_columns(scored: pd.DataFrame) -> list[str]:
     if scored["task"].iloc[0] == "mcq":
         return ["accuracy", "accuracy-paper", "authors_correct"]
     cols = [m for m in OE_MEASURES if m in scored and scored[m].notna().any()]
+    if "coverage" not in cols:  # the released labels are summarised beside our coverage, not on their own
+        return cols
     return cols + [c for c in ("label_coverage", "authors_coverage") if c in scored and scored[c].notna().any()]
 
 
@@ -427,12 +430,16 @@ def markdown(results: pd.DataFrame, info: dict[str, Any], agreement: dict[str, A
     lines.append("")
     if task == "oe":
         b = info.get("bertscore", {})
-        lines += [f"BERTScore-F1 encoder: {b.get('model', 'off')} (layer {b.get('layer', '-')})"
-                  + (f" - FALLBACK: {b['why']}" if b.get("fallback") else ""),
-                  f"Coverage (%): automatic judge {json.dumps(info.get('coverage_judge'))}; not the paper's "
-                  "human protocol.",
-                  f"ROUGE-L-paper / BLEU-4-paper: the authors' convention ({measures.PAPER_TEXT_CONVENTION}); "
-                  "ROUGE-L / BLEU-4: standard, on the cleaned answer.", ""]
+        lines += [f"BERTScore-F1 encoder: {b.get('model', 'off')} (layer {b.get('layer', '-')}"
+                  + (f", rescaled with baseline F {b['rescale_baseline']}" if b.get("rescale_baseline") else "")
+                  + ")" + (f" - FALLBACK: {b['why']}" if b.get("fallback") else "")]
+        if "coverage" in ms:
+            lines.append(f"Coverage (%): automatic judge {json.dumps(info.get('coverage_judge'))}; not the "
+                         "paper's human protocol.")
+        if set(ms) & set(GROUPS["text"]):
+            lines.append(f"ROUGE-L-paper / BLEU-4-paper: the authors' convention ({measures.PAPER_TEXT_CONVENTION}); "
+                         "ROUGE-L / BLEU-4: standard, on the cleaned answer.")
+        lines.append("")
     if alignment:
         lines += [judges.alignment_line(alignment), ""]
     if agreement:
