@@ -324,11 +324,15 @@ def score(spec: QASpec, answers: pd.DataFrame, items: dict[str, pd.DataFrame]) -
             ref = ModelRef(spec.bertscore.get("model", "sentence-transformers/all-MiniLM-L6-v2"),
                            spec.bertscore.get("revision"))
             resolved = models_mod.resolve(ref, spec.models)
+            # `baseline`: bert_score's rescale baseline F of that encoder layer (the DisastQA authors' values are
+            # rescaled: roberta-large, layer 17, baseline 0.83122575, see irgrid.qa.replay)
+            baseline = spec.bertscore.get("baseline")
             scorer = measures.BERTScore(resolved.location, layer=spec.bertscore.get("layer"),
-                                        device=settings.device())
+                                        device=settings.device(), max_length=int(spec.bertscore.get("max_length", 256)),
+                                        baseline=float(baseline) if baseline is not None else None)
             oe["BERTScore-F1"] = scorer.f1(preds, list(oe["reference"]))
             info["BERTScore-F1"] = {"model": resolved.manifest(), "layer": spec.bertscore.get("layer", "last"),
-                                    "idf": False, "rescale": False}
+                                    "idf": False, "rescale": baseline is not None, "baseline": baseline}
         if "KeypointCoverage" in spec.oe_measures:
             judge, label = _coverage_judge(spec)
             decisions = [judge.decisions(p, list(k)) for p, k in zip(preds, oe["key_points"])]
