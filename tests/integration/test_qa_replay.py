@@ -46,10 +46,12 @@ def test_mcq_accuracy_equals_authors_flags(mcq_replay):
     theirs = answers.groupby(["model", "setting"])["authors_correct"].sum()
     explained = diff.groupby(["model", "setting"]).size().reindex(ours.index, fill_value=0)
     assert ((ours + explained) == theirs).all()
+    # accuracy-paper reproduces their scoring of those rows, answer by answer
+    assert (answers["accuracy-paper"] == answers["authors_correct"]).all()
     # unparseable (empty) released answers count wrong for both: 256 rows
     assert answers["pred"].isna().sum() == 256
     results = pd.read_csv(out / "results.csv")
-    assert set(results["measure"]) == {"accuracy", "authors_correct"}
+    assert set(results["measure"]) == {"accuracy", "accuracy-paper", "authors_correct"}
     assert ((results.ci_low <= results.value + 1e-12) & (results.value <= results.ci_high + 1e-12)).all()
     tests = pd.read_csv(out / "tests.csv")
     assert set(tests["test"]) == {"mcnemar-exact"} and len(tests) == 18 * 3
