@@ -102,7 +102,7 @@ def test_review_labels_replay_agreement(tmp_path):
 
 
 def _readme_row(label: str) -> list[str]:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     rows = [line.strip() for line in readme.splitlines() if line.strip().startswith(f"| {label} |")]
     assert len(rows) == 1, label
     return [c.strip() for c in rows[0].strip("|").split("|")]
