@@ -176,3 +176,23 @@ def test_review_file_prints_the_label_diagnostic(tmp_path, capsys):
                  "--model", "phi-2", "--sample", "5"]) == 0
     assert "Label alignment" in capsys.readouterr().out
     assert (tmp_path / "text" / "label_alignment.json").exists() and not (tmp_path / "text" / "agreement.json").exists()
+
+
+def test_live_qa_scores_the_paper_convention_on_the_raw_output(tmp_path):
+    """`irgrid qa` (live readers; here the replay reader, no generation): ROUGE-L-paper / BLEU-4-paper of each
+    item are the authors' convention on the reader's raw output against the reference as released, while the
+    standard pair scores the cleaned answer."""
+    from irgrid.qa import runner
+
+    spec = runner.from_dict({"readers": [{"replay": "gemma-7b"}], "settings": ["golden"],
+                             "tasks": {"oe": {"n": 4, "seed": 0}}, "collection": {"scope": "subset", "distractors": 3},
+                             "measures": {"oe": ["ROUGE-L", "ROUGE-L-paper", "BLEU-4-paper"]}})
+    results = runner.run(spec, out=tmp_path)
+    assert set(results.measure) == {"ROUGE-L", "ROUGE-L-paper", "BLEU-4-paper"}
+    items = pd.read_csv(tmp_path / "items.csv")
+    oe = data.oe().set_index("qid")
+    for r in items.itertuples():
+        released = oe.at[r.qid, "reference_released"]
+        assert items.at[r.Index, "ROUGE-L-paper"] == pytest.approx(measures.rouge_l_paper(r.qanswer, released))
+        assert items.at[r.Index, "BLEU-4-paper"] == pytest.approx(measures.bleu4_paper(r.qanswer, released))
+        assert items.at[r.Index, "ROUGE-L"] == pytest.approx(measures.rouge_l(r.pred, oe.at[r.qid, "reference"]))
