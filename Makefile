@@ -68,9 +68,10 @@ qa-replay: install
 	$(BIN)/irgrid qa replay $(QA_OUTPUTS)/mcq_answers.csv.gz --out results/qa-replay/$(READER)/mcq $(QA_REPLAY_ARGS)
 	$(BIN)/irgrid qa replay $(QA_OUTPUTS)/oe_answers.jsonl.gz --out results/qa-replay/$(READER)/oe $(QA_REPLAY_ARGS)
 
-# Coverage judges vs the 8,400 human-verified labels: sweeps and leave-one-reader-out CV. The lexical judge on
+# Coverage judges vs the authors' released gpt-4o-mini labels (8,400; Yi-6B-Chat and gemma-7b excluded from the CV):
+# sweeps and leave-one-reader-out CV. The lexical judge on
 # all 200 questions; all judges on a fixed 50-question sample (MiniLM embeddings of ~20k texts, cached in
-# $(IRGRID_CACHE)/qa/embeddings); then the human file replayed with the default judge.
+# $(IRGRID_CACHE)/qa/embeddings); then the review file replayed with the default judge.
 qa-judges: install
 	$(BIN)/python -m irgrid.qa.judges $(QA_OUTPUTS)/oe_human_review.jsonl.gz --out results/qa-judges/full \
 		--scorers lexical

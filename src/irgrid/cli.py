@@ -329,8 +329,9 @@ def cmd_qa_replay(argv: list[str]) -> int:
                                    "cross-validated one)")
     p.add_argument("--bertscore", choices=["paper", "minilm", "off"], default="paper",
                    help="paper: roberta-large layer 17 where its weights exist, else the named MiniLM fallback")
-    p.add_argument("--measures", help="open-ended measures, comma-separated (default: ROUGE-L,BLEU-4,"
-                                      "BLEU-4-paper,BERTScore-F1,coverage)")
+    p.add_argument("--measures", help="open-ended measures, comma-separated (default: ROUGE-L,ROUGE-L-paper,"
+                                      "BLEU-4,BLEU-4-paper,BERTScore-F1,coverage; -paper: the DisastQA authors' "
+                                      "convention, equal to their published values)")
     p.add_argument("--cache", help="cache folder (default IRGRID_CACHE or ~/.cache/irgrid)")
     args = p.parse_args(argv)
     if args.cache:
