@@ -37,9 +37,10 @@ quickstart: install
 
 # JupyterLab on this environment (the `notebook` extra, part of `dev`): its kernel is this venv's Python and sees
 # the same cache and staged data; progress bars are notebook widgets there. `make notebook` is the same.
-LAB_ARGS ?=
+# As root (containers, these reference machines) Jupyter refuses to start without --allow-root.
+LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: install
-	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
+	$(BIN)/jupyter-lab --notebook-dir=notebooks $(LAB_ARGS)
 
 notebook: lab
 
