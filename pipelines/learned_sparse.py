@@ -144,11 +144,20 @@ def open_impact_pisa(path, params, models):
 
 
 # -- query sides -------------------------------------------------------------------------------------------------
+def _quantized(index, num_results: int):
+    """PISA's dot-product retrieval; its [info] lines (it writes the block-max data on first use) are silenced
+    in the Python API as in the CLI."""
+    from irgrid.core.console import quiet_native
+
+    with quiet_native(f"opening the PISA index {index.path}"):
+        return index.quantized(num_results=num_results)
+
+
 def splade_query(index, ctx: QueryContext):
     from irgrid.sparse.splade import MaxFirstSpladeEncoder
 
     encoder = MaxFirstSpladeEncoder(_splade(ctx.models, ctx.options, ctx.device), "q", batch_size=64, scale=100.0)
-    return encoder >> index.quantized(num_results=ctx.options["num_results"])
+    return encoder >> _quantized(index, ctx.options["num_results"])
 
 
 def unicoil_query(index, ctx: QueryContext):
@@ -158,7 +167,7 @@ def unicoil_query(index, ctx: QueryContext):
     model = load_unicoil(enc.location, _revision(enc), ctx.device, _tiny(enc), _allowed(o, "query")["allow_unexpected"])
     return UniCoilEncoder(model, "q", batch_size=64, max_length=int(o["query_max_length"]),
                           aggregate=o["query_aggregate"], keep_sep=bool(o["keep_sep"])) >> \
-        index.quantized(num_results=o["num_results"])
+        _quantized(index, o["num_results"])
 
 
 def sparta_query(index, ctx: QueryContext):
@@ -167,7 +176,7 @@ def sparta_query(index, ctx: QueryContext):
     enc, o = ctx.models["encoder"], ctx.options
     tokenizer, _ = load_encoder(enc.location, _revision(enc), ctx.device, _allowed(o, "encoder")["allow_unexpected"])
     return QueryTokens(tokenizer, unique=bool(o["query_unique"]), max_tokens=o["query_max_tokens"]) >> \
-        index.quantized(num_results=o["num_results"])
+        _quantized(index, o["num_results"])
 
 
 def bm25_query(index, ctx: QueryContext):
