@@ -168,6 +168,20 @@ def cmd_run(args) -> int:
         return 2
     results = run(spec, out=args.out, fail_fast=args.fail_fast, executor=config, resume=args.resume)
     sys.stdout.write(markdown_table(results) if len(results) else "no results\n")
+    if args.latency:  # every system re-timed in this one process: comparable latencies (Figure 1 uses them)
+        from pathlib import Path
+
+        from irgrid.core.files import write_text_atomic
+        from irgrid.runner import latency
+
+        timings, summary = latency.measure(spec, Store(), rounds=args.latency_rounds, queries=args.latency_queries)
+        print("\nlatency pass (ms/query, median [min-max] over rounds, one process, interleaved, warm):")
+        for r in summary.itertuples():
+            print(f"  {r.dataset}  {r.system}: {r.median_ms:.2f} [{r.min_ms:.2f}-{r.max_ms:.2f}] "
+                  f"({r.rounds} rounds x {r.queries} queries)")
+        if args.out:
+            write_text_atomic(Path(args.out) / "latency.csv", summary.to_csv(index=False))
+            write_text_atomic(Path(args.out) / "latency_timings.csv", timings.to_csv(index=False))
     if args.out:
         print(f"\nwrote {args.out}/results.csv, perquery.csv, results.md, manifest.json, failures.json, runs/")
     failures = results.attrs.get("failures", [])
@@ -327,6 +341,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--format", choices=["summary", "csv"], default="summary",
                    help="--dry-run output: a grouped summary (default) or one CSV row per cell")
     p.add_argument("--fail-fast", action="store_true", help="stop at the first failing cell")
+    p.add_argument("--latency", action="store_true",
+                   help="after the grid, re-time every system in this one process (warm, interleaved rounds): "
+                        "median and spread per system in --out/latency.csv, used by Figure 1")
+    p.add_argument("--latency-rounds", type=int, default=5, help="rounds of the latency pass (default 5)")
+    p.add_argument("--latency-queries", type=int, help="the first N queries of each dataset (default: all)")
     p.add_argument("--tiny-models", action="store_true",
                    help="replace checkpoints by tiny random-weight models of their architectures (wiring check on a "
                         "CPU in minutes; same as IRGRID_TINY_MODELS=1; never results)")

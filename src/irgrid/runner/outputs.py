@@ -155,7 +155,8 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
                 "reference": cell.retriever.reference, "runs": {},
             })
             entry["runs"][dataset_name] = {"run_key": cell.meta.get("key"), "cached": cell.cached,
-                                           "ms_per_query": cell.meta.get("ms_per_query")}
+                                           "ms_per_query": cell.meta.get("ms_per_query"),
+                                           "measured_at": cell.meta.get("measured_at")}
     manifest = {
         "tiny_models": tiny,  # retrievers whose numbers come from random-weight stand-ins
         "experiment": spec.name,
