@@ -171,17 +171,19 @@ def cmd_run(args) -> int:
     if args.latency:  # every system re-timed in this one process: comparable latencies (Figure 1 uses them)
         from pathlib import Path
 
-        from irgrid.core.files import write_text_atomic
         from irgrid.runner import latency
 
-        timings, summary = latency.measure(spec, Store(), rounds=args.latency_rounds, queries=args.latency_queries)
+        computed = set(zip(results["dataset"], results["system"])) if len(results) else set()
+        timings, summary = latency.measure(spec, Store(), rounds=args.latency_rounds, queries=args.latency_queries,
+                                           cells=computed)
         print("\nlatency pass (ms/query, median [min-max] over rounds, one process, interleaved, warm):")
         for r in summary.itertuples():
             print(f"  {r.dataset}  {r.system}: {r.median_ms:.2f} [{r.min_ms:.2f}-{r.max_ms:.2f}] "
                   f"({r.rounds} rounds x {r.queries} queries)")
+        for dataset, system, error in summary.attrs["skipped"]:
+            print(f"latency pass: {system} on {dataset} not timed: {error}", file=sys.stderr)
         if args.out:
-            write_text_atomic(Path(args.out) / "latency.csv", summary.to_csv(index=False))
-            write_text_atomic(Path(args.out) / "latency_timings.csv", timings.to_csv(index=False))
+            latency.write(Path(args.out), timings, summary)
     if args.out:
         print(f"\nwrote {args.out}/results.csv, perquery.csv, results.md, manifest.json, failures.json, runs/")
     failures = results.attrs.get("failures", [])

@@ -66,15 +66,20 @@ def test_expressions_are_timed_as_run_not_as_stored_stages(measured, shared_stor
 def test_figure1_says_where_its_latency_comes_from(measured):
     from irgrid.core.files import write_text_atomic
     from irgrid.report import figures, stored
+    from irgrid.runner import latency
 
-    _, out, _, summary = measured
+    _, out, timings, summary = measured
     before, source = figures.latencies(stored.load(out))
     assert before["lo"].isna().all() and "stored ms/query" in source and "not comparable" in source
     assert "taken from cached runs" in source and "measured 20" in source  # when: the runs record it
-    write_text_atomic(out / figures.LATENCY_FILE, summary.to_csv(index=False))
+    write_text_atomic(out / figures.LATENCY_FILE, summary.to_csv(index=False))  # not tied to this grid
+    assert "did not time this folder's grid" in figures.latencies(stored.load(out))[1]
+    latency.write(out, timings, summary)
     grid_ = stored.load(out)
     after, source = figures.latencies(grid_)
     assert "measured by this grid's latency pass" in source and summary["measured_at"].iloc[0] in source
     assert (after["lo"] <= after["ms"]).all() and (after["ms"] <= after["hi"]).all()
     png = figures.figure1(grid_, out / "figure1.png")
     assert png.stat().st_size > 10_000
+    (out / "results.csv").write_text((out / "results.csv").read_text() + "\n")  # another grid in this folder
+    assert "did not time this folder's grid" in figures.latencies(stored.load(out))[1]

@@ -17,13 +17,22 @@ OTHER_COLOUR = "#7f7f7f"
 LATENCY_FILE = "latency.csv"  # written by `irgrid run --latency` (irgrid.runner.latency)
 
 
+def _digest(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def latencies(grid: Grid) -> tuple[pd.DataFrame, str]:
     """Per (dataset, system): ms/query with its spread (lo, hi; NaN when there is none) and, in words, where the
     numbers come from: this grid's latency pass (one process, interleaved, warm) or each run's stored ms/query
     (measured when that run was computed, which for a cached run is another time and load)."""
     path = grid.out / LATENCY_FILE
-    if path.exists():
-        lat = pd.read_csv(path)
+    lat, stale = (pd.read_csv(path) if path.exists() else None), ""
+    if lat is not None and ("results_sha256" not in lat
+                            or set(lat["results_sha256"].astype(str)) != {_digest(grid.out / "results.csv")}):
+        lat, stale = None, f"{LATENCY_FILE} here did not time this folder's grid (an earlier one): ignored; "
+    if lat is not None:
         frame = lat.rename(columns={"median_ms": "ms", "min_ms": "lo", "max_ms": "hi"})[
             ["dataset", "system", "ms", "lo", "hi"]]
         when = ", ".join(sorted(set(lat["measured_at"].astype(str))))
@@ -39,9 +48,9 @@ def latencies(grid: Grid) -> tuple[pd.DataFrame, str]:
                                     for r in frame.itertuples()) if t)
     when = (f"measured {times[0]}" + (f" to {times[-1]}" if times[-1] != times[0] else "")) if times else \
         "measurement times not recorded"
-    return frame, (f"latency: each run's stored ms/query, measured when that run was computed ({when}; {cached} of "
-                   f"{len(frame)} taken from cached runs, computed before this grid, at other times and loads): not "
-                   f"comparable; `irgrid run --latency` re-measures them together")
+    return frame, (f"{stale}latency: each run's stored ms/query, measured when that run was computed ({when}; "
+                   f"{cached} of {len(frame)} taken from cached runs, computed before this grid, at other times and "
+                   f"loads): not comparable; `irgrid run --latency` re-measures them together")
 
 
 def figure1(grid: Grid, path: Path) -> Path:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from irgrid.store import Store
 COLUMNS = ["dataset", "system", "round", "position", "queries", "ms_per_query"]
 SUMMARY = ["dataset", "system", "median_ms", "q1_ms", "q3_ms", "min_ms", "max_ms", "rounds", "queries",
            "measured_at", "source"]
+SUMMARY_FILE, TIMINGS_FILE = "latency.csv", "latency_timings.csv"
 
 
 def _pipeline(retriever: Any, dataset: Any, store: Store, models: dict[str, str]) -> Any:
@@ -34,26 +36,38 @@ def _pipeline(retriever: Any, dataset: Any, store: Store, models: dict[str, str]
     return build_pipeline(retriever, dataset, store, models)
 
 
-def measure(spec: Any, store: Store | None = None, rounds: int = 5, queries: int | None = None
-            ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def measure(spec: Any, store: Store | None = None, rounds: int = 5, queries: int | None = None,
+            cells: set[tuple[str, str]] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(every timing, its summary per dataset and system). `queries`: the first N queries of each dataset (all
-    when None); the same ones for every system."""
+    when None); the same ones for every system. `cells`: only these (dataset, system) pairs (those a grid
+    computed); a system whose pipeline fails to build is named in `summary.attrs["skipped"]`, the others go on."""
+    import logging
+    import traceback
+
     if rounds < 1:
         raise ValueError(f"the latency pass needs at least 1 round, not {rounds}")
     store = store or Store()
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    rows = []
+    rows, skipped = [], []
     for dataset in spec.datasets:
+        wanted = [r for r in spec.retrievers if cells is None or (dataset.name, r.name) in cells]
+        if not wanted:
+            continue
         topics = dataset.topics()
         topics = topics.head(queries) if queries else topics
         pipes = {}
-        for r in spec.retrievers:
-            with quiet_native(f"latency: {r.name} on {dataset.name}"):
-                pipe = _pipeline(r, dataset, store, dict(spec.models))
-                pipe.transform(topics)  # warm-up on the very queries: models, JIT, JVM, OS page cache
+        for r in wanted:
+            try:
+                with quiet_native(f"latency: {r.name} on {dataset.name}"):
+                    pipe = _pipeline(r, dataset, store, dict(spec.models))
+                    pipe.transform(topics)  # warm-up on the very queries: models, JIT, JVM, OS page cache
+            except Exception as e:  # recorded, the other systems are still timed
+                logging.getLogger("irgrid").debug(traceback.format_exc())
+                skipped.append((dataset.name, r.name, f"{type(e).__name__}: {e}"))
+                continue
             pipes[r.name] = (pipe, _latency_accounting(pipe))
         names = list(pipes)
-        for k in range(rounds):
+        for k in range(rounds if names else 0):
             order = names[k % len(names):] + names[:k % len(names)]  # rotated: each system leads one round
             for position, name in enumerate(order):
                 pipe, accounted = pipes[name]
@@ -66,6 +80,7 @@ def measure(spec: Any, store: Store | None = None, rounds: int = 5, queries: int
     timings = pd.DataFrame(rows, columns=COLUMNS)
     summary = summarise(timings, when)
     summary.attrs["hardware"] = hardware()
+    summary.attrs["skipped"] = skipped
     return timings, summary
 
 
@@ -79,3 +94,21 @@ def summarise(timings: pd.DataFrame, when: str) -> pd.DataFrame:
                     "queries": int(g["queries"].iloc[0]), "measured_at": when,
                     "source": "latency pass (one process, interleaved rounds, warm)"})
     return pd.DataFrame(out, columns=SUMMARY)
+
+
+def results_digest(out: Path) -> str:
+    """sha256 of the grid's results.csv: ties a latency pass to the grid it timed (a later grid written to the same
+    folder makes an old latency.csv stale, and the report then ignores it)."""
+    import hashlib
+
+    return hashlib.sha256((Path(out) / "results.csv").read_bytes()).hexdigest()
+
+
+def write(out: Path, timings: pd.DataFrame, summary: pd.DataFrame) -> list[Path]:
+    from irgrid.core.files import write_text_atomic
+
+    out = Path(out)
+    summary = summary.assign(results_sha256=results_digest(out))
+    write_text_atomic(out / SUMMARY_FILE, summary.to_csv(index=False))
+    write_text_atomic(out / TIMINGS_FILE, timings.to_csv(index=False))
+    return [out / SUMMARY_FILE, out / TIMINGS_FILE]
