@@ -406,8 +406,8 @@ ASSUMPTIONS = (
     f"{GPU_FLOPS / 1e12:.0f} TFLOP/s effective (bf16, ~30% of an A100's peak), {DOC_TOKENS} tokens per document, "
     f"{QUERY_TOKENS} per query, generation {GENERATED_TOKENS} tokens per doc2query sample and {PASSAGE_TOKENS} per "
     f"query2doc/HyDE passage at 1/{DECODE_PENALTY:.0f} of that rate; parameter counts from model cards or the id "
-    f"({DEFAULT_PARAMS / 1e6:.0f}M when neither says). PLAID's build fit (<=2k docs) is not extrapolated: its build "
-    "time is the encoding alone, and its search has no estimate."
+    f"({DEFAULT_PARAMS / 1e6:.0f}M when neither says). PLAID's fits come from <=2k synthetic docs: its build time "
+    "is the encoding alone, its search has no estimate, its size is the fit's (likely high)."
 )
 
 CSV_COLUMNS = ["dataset", "retriever", "family", "status", "index", "missing_models", "missing_data", "cpu_s",
