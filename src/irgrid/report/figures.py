@@ -48,9 +48,13 @@ def latencies(grid: Grid) -> tuple[pd.DataFrame, str]:
                                     for r in frame.itertuples()) if t)
     when = (f"measured {times[0]}" + (f" to {times[-1]}" if times[-1] != times[0] else "")) if times else \
         "measurement times not recorded"
-    return frame, (f"{stale}latency: each run's stored ms/query, measured when that run was computed ({when}; "
-                   f"{cached} of {len(frame)} taken from cached runs, computed before this grid, at other times and "
-                   f"loads): not comparable; `irgrid run --latency` re-measures them together")
+    if cached:
+        what = (f"{cached} of {len(frame)} taken from cached runs computed before this grid, at other times and "
+                f"loads: not comparable")
+    else:
+        what = "each measured once, in sequence, by this grid"
+    return frame, (f"{stale}latency: each run's stored ms/query, measured when that run was computed ({when}); "
+                   f"{what}; no spread. `irgrid run --latency` re-measures them together, interleaved and repeated")
 
 
 def figure1(grid: Grid, path: Path) -> Path:
@@ -101,11 +105,15 @@ def figure1(grid: Grid, path: Path) -> Path:
     kinds = [f for f in FAMILY_COLOURS if f in shown] + sorted(shown - set(FAMILY_COLOURS))
     handles = [plt.Line2D([], [], marker="o", ls="", color=FAMILY_COLOURS.get(f, OTHER_COLOUR),
                           label=f if f in FAMILY_COLOURS else f"{f} (other)") for f in kinds]
+    import textwrap
+
+    footer = textwrap.fill(source, 80 * len(datasets))
+    foot = 0.012 + 0.032 * (footer.count("\n") + 1)  # figure fraction the footer takes (7 pt lines, 4.2 in high)
+    fig.text(0.5, 0.01, footer, ha="center", va="bottom", fontsize=7)
     if handles:
         fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False,
-                   bbox_to_anchor=(0.5, 0.06))
-    fig.text(0.5, 0.01, source, ha="center", va="bottom", fontsize=7, wrap=True)
-    fig.tight_layout(rect=(0, 0.14, 1, 1))
+                   bbox_to_anchor=(0.5, foot))
+    fig.tight_layout(rect=(0, foot + (0.07 if handles else 0.01), 1, 1))
     fig.savefig(path, dpi=150)
     plt.close(fig)
     return path
