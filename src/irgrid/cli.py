@@ -197,28 +197,18 @@ def cmd_run(args) -> int:
     if settings.tiny_models():
         print("irgrid: TINY-MODEL MODE: every checkpoint with a declared architecture is a tiny random-weight model;"
               " these numbers check wiring only and are not results", file=sys.stderr)
-    from irgrid.grid import _fmt_seconds, plan, run
+    from irgrid.grid import run
     from irgrid.runner.experiment import load
     from irgrid.runner.outputs import markdown_table
     from irgrid.store import Store
 
     spec = load(args.experiment)
-    if args.dry_run:
-        rows = plan(spec, Store())
-        table = [{"dataset": r["dataset"], "retriever": r["retriever"], "status": r["status"],
-                  "index": "cached" if r["index_cached"] else "build",
-                  "estimate": _fmt_seconds(r["est_seconds"]) if not r["run_cached"] else "-",
-                  "reason": r["reason"].split(". ")[0]} for r in rows]
-        sys.stdout.write(_table(table, "table"))
-        counts = {s: sum(r["status"] == s for r in rows) for s in ("cached", "to run", "unresolvable")}
-        known = [r["est_seconds"] for r in rows if r["status"] == "to run" and r["est_seconds"] is not None]
-        unknown = sum(r["status"] == "to run" and r["est_seconds"] is None for r in rows)
-        print(f"\n{len(rows)} cells: {counts['cached']} cached, {counts['to run']} to run "
-              f"(≈ {_fmt_seconds(sum(known))} measured + {unknown} without a measured throughput), "
-              f"{counts['unresolvable']} unresolvable offline")
-        from irgrid.grid import family_projection, format_family_projection
+    if args.dry_run:  # the plan: what to stage (once each), index builds, projected GPU/CPU hours and disk
+        from irgrid.runner import planning
 
-        sys.stdout.write(format_family_projection(family_projection(spec, rows)))
+        the_plan = planning.make_plan(spec, Store())
+        sys.stdout.write(planning.format_csv(the_plan) if args.format == "csv"
+                         else planning.format_summary(the_plan, str(args.experiment)))
         return 0
     from irgrid.cluster.config import ExecutorConfig
 
@@ -231,6 +221,22 @@ def cmd_run(args) -> int:
         return 2
     results = run(spec, out=args.out, fail_fast=args.fail_fast, executor=config, resume=args.resume)
     sys.stdout.write(markdown_table(results) if len(results) else "no results\n")
+    if args.latency:  # every system re-timed in this one process: comparable latencies (Figure 1 uses them)
+        from pathlib import Path
+
+        from irgrid.runner import latency
+
+        computed = set(zip(results["dataset"], results["system"])) if len(results) else set()
+        timings, summary = latency.measure(spec, Store(), rounds=args.latency_rounds, queries=args.latency_queries,
+                                           cells=computed)
+        print("\nlatency pass (ms/query, median [min-max] over rounds, one process, interleaved, warm):")
+        for r in summary.itertuples():
+            print(f"  {r.dataset}  {r.system}: {r.median_ms:.2f} [{r.min_ms:.2f}-{r.max_ms:.2f}] "
+                  f"({r.rounds} rounds x {r.queries} queries)")
+        for dataset, system, error in summary.attrs["skipped"]:
+            print(f"latency pass: {system} on {dataset} not timed: {error}", file=sys.stderr)
+        if args.out:
+            latency.write(Path(args.out), timings, summary)
     if args.out:
         print(f"\nwrote {args.out}/results.csv, perquery.csv, results.md, manifest.json, failures.json, runs/")
     failures = results.attrs.get("failures", [])
@@ -389,8 +395,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", help="output folder (results.csv, perquery.csv, results.md, manifest.json, runs/)")
     p.add_argument("--cache", help="cache folder for indexes and runs (default IRGRID_CACHE or ~/.cache/irgrid)")
     p.add_argument("--dry-run", action="store_true",
-                   help="print every cell (cached / to run / unresolvable) with estimated times; run nothing")
+                   help="plan, run nothing: missing checkpoints and corpora once each with how to stage them, index "
+                        "builds, projected GPU/CPU hours and disk per family (every cell: --format csv)")
+    p.add_argument("--format", choices=["summary", "csv"], default="summary",
+                   help="--dry-run output: a grouped summary (default) or one CSV row per cell")
     p.add_argument("--fail-fast", action="store_true", help="stop at the first failing cell")
+    p.add_argument("--latency", action="store_true",
+                   help="after the grid, re-time every system in this one process (warm, interleaved rounds): "
+                        "median and spread per system in --out/latency.csv, used by Figure 1")
+    p.add_argument("--latency-rounds", type=int, default=5, help="rounds of the latency pass (default 5)")
+    p.add_argument("--latency-queries", type=int, help="the first N queries of each dataset (default: all)")
     p.add_argument("--tiny-models", action="store_true",
                    help="replace checkpoints by tiny random-weight models of their architectures (wiring check on a "
                         "CPU in minutes; same as IRGRID_TINY_MODELS=1; never results)")

@@ -303,28 +303,11 @@ def plan(spec: ExperimentSpec, store: Store) -> list[dict[str, Any]]:
 
 
 def _measured_throughputs(store: Store) -> tuple[dict[str, float], dict[str, float]]:
-    index_rate: dict[str, float] = {}
-    for marker in (store.root / "indexes").glob("*/*/irgrid-index.json"):
-        meta = _read_json(marker)
-        if meta and meta.get("docs") and meta.get("seconds"):
-            index_rate[meta["recipe"]["name"]] = meta["docs"] / max(meta["seconds"], 1e-6)
-    query_ms: dict[str, float] = {}
-    for meta_path in (store.root / "runs").glob("*/*.json"):
-        meta = _read_json(meta_path)
-        if meta and "retriever" in meta:
-            query_ms[meta["retriever"]] = meta.get("ms_per_query", 0.0)
+    """Indexing docs/s per recipe and ms/query per retriever measured in this cache (the run's ETA)."""
+    from irgrid.runner.planning import measured
+
+    index_rate, _, query_ms = measured(store)
     return index_rate, query_ms
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    """A cache metadata file for estimates only: an unreadable one is named and skipped (the cell that owns it
-    verifies, moves aside and recomputes it when it runs)."""
-    try:
-        data = json.loads(path.read_text())
-        return data if isinstance(data, dict) else None
-    except (OSError, ValueError) as e:
-        log.warning("cache: %s is unreadable (%s); ignored for estimates, its cell recomputes it", path, e)
-        return None
 
 
 def _estimate(retriever: Retriever, dataset: Dataset, index_cached: bool, index_rate, query_ms) -> float | None:
@@ -356,36 +339,3 @@ def _copy_atomic(src: Path, dst: Path) -> None:
 
     with atomic_path(dst, suffix=".res.gz") as tmp:
         shutil.copyfile(src, tmp)
-
-
-def family_projection(spec: ExperimentSpec, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Projected hours per retriever family for the cells still to run (from `plan`'s estimates, i.e. indexing
-    docs/s and ms/query measured earlier in this cache), with the retrievers that have no measured throughput."""
-    families = {r.name: r.family for r in spec.retrievers}
-    out: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        if row["status"] != "to run":
-            continue
-        fam = out.setdefault(families.get(row["retriever"], "?"), {"cells": 0, "measured": 0, "seconds": 0.0,
-                                                                     "unmeasured": []})
-        fam["cells"] += 1
-        if row["est_seconds"] is None:
-            if row["retriever"] not in fam["unmeasured"]:
-                fam["unmeasured"].append(row["retriever"])
-        else:
-            fam["measured"] += 1
-            fam["seconds"] += row["est_seconds"]
-    return [{"family": f, "cells": v["cells"], "measured_cells": v["measured"], "hours": v["seconds"] / 3600,
-             "unmeasured": v["unmeasured"]} for f, v in sorted(out.items())]
-
-
-def format_family_projection(projection: list[dict[str, Any]]) -> str:
-    if not projection:
-        return "projected time: nothing to run\n"
-    lines = ["projected time per retriever family (throughputs measured in this cache):"]
-    for p in projection:
-        line = (f"  {p['family']:<17} {p['hours']:8.2f} h for {p['measured_cells']}/{p['cells']} cells to run")
-        if p["unmeasured"]:
-            line += f"; unmeasured (no indexing docs/s or ms/query cached): {', '.join(p['unmeasured'])}"
-        lines.append(line)
-    return "\n".join(lines) + "\n"

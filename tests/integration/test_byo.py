@@ -128,3 +128,62 @@ def test_qrels_matching_no_document_are_warned_about(tmp_path, caplog):
     with caplog.at_level("WARNING", logger="irgrid"):
         load(experiment_yaml(tmp_path, name="nomatch"))
     assert any("no relevant document" in r.message for r in caplog.records)
+
+
+def _cranfield_style(root: Path, renumbered: bool) -> Path:
+    """Vaswani as bring-your-own files, with topics under "original" query numbers (1, 2, 4, 5, 7, ...: a gap
+    every third) while the qrels keep the sequential ones, as Cranfield converted from its original files."""
+    from irgrid.data import datasets
+
+    vaswani = datasets.get("vaswani")
+    topics, qrels = vaswani.topics(), vaswani.qrels()
+    number = {q: str(i + i // 2) if renumbered else q for i, q in enumerate(sorted(topics["qid"], key=int), 1)}
+    wanted = set(qrels["docno"])
+    docs = [d for i, d in enumerate(vaswani.irds().docs_iter()) if d.doc_id in wanted or i < 200]
+    data = root / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    (data / "docs.tsv").write_text("".join(f"{d.doc_id}\t\t{' '.join(d.text.split())}\n" for d in docs))
+    (data / "topics.tsv").write_text("".join(f"{number[q]}\t{' '.join(t.split())}\n"
+                                             for q, t in zip(topics["qid"], topics["query"])))
+    (data / "qrels.txt").write_text("".join(f"{q} 0 {d} {lab}\n" for q, d, lab in
+                                            zip(qrels["qid"], qrels["docno"], qrels["label"])))
+    return root
+
+
+def test_qrels_ids_absent_from_topics_are_refused_by_name(tmp_path, caplog):
+    """Topics under other numbers than the qrels (Cranfield's original query numbers): the qrels ids no topic
+    has are an error naming how many and which; the matching ids would score queries against other queries'
+    judgements. `allow_unjudged_qrels: true` accepts them, still named in a warning."""
+    root = _cranfield_style(tmp_path, renumbered=True)
+    topic_ids = {line.split("\t")[0] for line in (root / "data" / "topics.tsv").read_text().splitlines()}
+    judged = {line.split()[0] for line in (root / "data" / "qrels.txt").read_text().splitlines()}
+    orphans = judged - topic_ids
+    assert 0 < len(orphans) < len(judged)  # some ids match, others do not: the case the old check let through
+    item = {"name": "cranfield-style", "docs": "data/docs.tsv", "topics": "data/topics.tsv",
+            "qrels": "data/qrels.txt"}
+    exp = {"collections": [item], "datasets": ["cranfield-style"], "retrievers": ["bm25-pisa"],
+           "measures": ["nDCG@10"]}
+    first = sorted(orphans, key=int)[:5]
+    with pytest.raises(ExperimentError) as e:
+        from_dict(exp, source=str(root / "exp.yaml"))
+    message = str(e.value)
+    assert f"{len(orphans)} of {len(judged)} query ids judged in" in message
+    assert f"qrels ids: {', '.join(first)}, ..." in message
+    assert "allow_unjudged_qrels: true" in message and "numbered differently" in message
+    with caplog.at_level("WARNING", logger="irgrid"):
+        spec = from_dict(dict(exp, collections=[dict(item, allow_unjudged_qrels=True)]),
+                         source=str(root / "exp.yaml"))
+    assert spec.datasets[0].name == "cranfield-style"
+    assert any(f"{len(orphans)} of {len(judged)} query ids" in r.message and "ignored" in r.message
+               for r in caplog.records)
+
+
+def test_qrels_and_topics_numbered_alike_load_without_a_word(tmp_path, caplog):
+    root = _cranfield_style(tmp_path, renumbered=False)
+    with caplog.at_level("WARNING", logger="irgrid"):
+        spec = from_dict({"collections": [{"name": "vaswani-byo", "docs": "data/docs.tsv",
+                                           "topics": "data/topics.tsv", "qrels": "data/qrels.txt"}],
+                          "datasets": ["vaswani-byo"], "retrievers": ["bm25-pisa"], "measures": ["nDCG@10"]},
+                         source=str(root / "exp.yaml"))
+    assert len(spec.datasets[0].topics()) == 93
+    assert not [r for r in caplog.records if "judge" in r.message]

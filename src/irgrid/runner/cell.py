@@ -364,6 +364,7 @@ def _timed_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, st
                                 "p95": round(float(np.percentile(single, 95)), 3)} if single else {})},
         "load_seconds": round(load_seconds, 3),
         "hardware": hardware(),
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),  # when its latency was measured
         # how the documents were encoded (dtype, batch size after any out-of-memory back-off), when recorded
         "encoding": _index_encoding(retriever, dataset, store),
         "device": settings.device(),

@@ -257,10 +257,12 @@ class Expression(Retriever):
             raise ValueError(f"pipeline {self.name!r} has no options: set options on the entries it names")
         return dataclasses.replace(self, name=name or self.name)
 
-    def compose(self, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None = None) -> Any:
-        """The runnable pipeline on a dataset: first stages read their cells' stored runs (computed if missing)."""
+    def compose(self, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None = None,
+                live: bool = False) -> Any:
+        """The runnable pipeline on a dataset: first stages read their cells' stored runs (computed if missing);
+        `live` (the latency pass) runs them as retrievers instead, so the whole expression is timed as run."""
         parts: list[Any] = []
-        inner = _compile(self.tree, self.parts, "first", dataset, store, dict(model_map or {}), parts)
+        inner = _compile(self.tree, self.parts, "first", dataset, store, dict(model_map or {}), parts, live)
         return _Composed(inner, parts, self)
 
 
@@ -451,13 +453,17 @@ class _Extra(Retriever):
 
 
 def _compile(tree: Ref | Op, parts: Mapping[str, Retriever], mode: str, dataset: Dataset, store: Store,
-             model_map: dict[str, str], accounted: list[Any]) -> Any:
+             model_map: dict[str, str], accounted: list[Any], live: bool = False) -> Any:
     def sub(t: Ref | Op, m: str = mode) -> Any:
-        return _compile(t, parts, m, dataset, store, model_map, accounted)
+        return _compile(t, parts, m, dataset, store, model_map, accounted, live)
 
     if isinstance(tree, Ref):
         entry = parts[tree.name]
-        if mode == "first":
+        if mode == "first" and live:
+            from irgrid.runner.cell import build_pipeline
+
+            stage = build_pipeline(entry, dataset, store, model_map)
+        elif mode == "first":
             stage = CachedRun(entry, dataset, store, model_map)
         else:
             stage = _scorer(entry, dataset, store, model_map)

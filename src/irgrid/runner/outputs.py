@@ -172,7 +172,8 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
                 "reference": cell.retriever.reference, "runs": {},
             })
             entry["runs"][dataset_name] = {"run_key": cell.meta.get("key"), "cached": cell.cached,
-                                           "ms_per_query": cell.meta.get("ms_per_query")}
+                                           "ms_per_query": cell.meta.get("ms_per_query"),
+                                           "measured_at": cell.meta.get("measured_at")}
             own = dict(getattr(cell.retriever, "dataset_applied", None) or {})
             if own:  # the profile's values for this dataset (e.g. ColBERTv2's query length on ArguAna)
                 entry["runs"][dataset_name]["options"] = own
