@@ -186,6 +186,71 @@ def test_changed_staged_data_is_picked_up(tmp_path, staged):
     assert after == ap(tmp_path / "cache2")  # the same as a fresh cache on the new data
 
 
+# -- 5b. the cache's copy of the staged data is verified, not trusted (issue 32) ---------------------------------
+def _flip(path: Path, old: bytes, new: bytes) -> None:
+    data = path.read_bytes()
+    assert data.count(old) >= 1 and len(old) == len(new)
+    path.write_bytes(data.replace(old, new, 1))
+
+
+@pytest.mark.slow  # three CLI runs on vaswani: ~50 s on 2 shared cores
+def test_a_corrupted_copy_of_staged_data_is_recopied_never_keyed_as_the_right_data(tmp_path, staged):
+    """One byte changed in the cache's copy of vaswani's queries, then of its documents: each next run names the
+    copy, copies it again from the staged home and computes (or reuses) the result of the right bytes only."""
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("name: s\ndatasets: [vaswani]\nretrievers: [bm25-pisa]\nmeasures: [AP]\n")
+    env = {**ENV, "IRGRID_IRDS_STAGED": str(staged)}
+    env.pop("IR_DATASETS_HOME", None)  # the cache's own copy: <cache>/irds
+    cache, out = tmp_path / "cache", tmp_path / "out"
+
+    def run() -> tuple[float, str]:
+        proc = _cli("run", str(exp), "--cache", str(cache), "--out", str(out), env=env)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return _value(pd.read_csv(out / "results.csv"), "bm25-pisa"), proc.stderr
+
+    right, _ = run()
+    runs = sorted((cache / "runs").rglob("*.res.gz"))
+    copy = cache / "irds" / "vaswani"
+    for name, old, new in (("queries.txt", b"MEASUREMENT OF DIELECTRIC", b"XEASUREMENT OF DIELECTRIC"),
+                           ("docs.txt", b"\n1239\n", b"\n1x39\n")):  # a query's word; a relevant document's id
+        _flip(copy / name, old, new)
+        shutil.rmtree(cache / "runs")  # a new cell computes: from the repaired copy only
+        if name == "docs.txt":  # and builds the index again
+            shutil.rmtree(cache / "indexes")
+        value, stderr = run()
+        assert f"{copy / name} does not match the staged file" in stderr and "copied again" in stderr, stderr[-2000:]
+        assert value == right  # computed from the right bytes (the bad copy gives another AP) ...
+        assert (copy / name).read_bytes() == (staged / "vaswani" / name).read_bytes()
+        assert sorted((cache / "runs").rglob("*.res.gz")) == runs  # ... and stored under their key
+    _, stderr = run()  # verified once per process: a clean copy costs no warning
+    assert "staged data" not in stderr
+
+
+def test_staged_copy_deleted_or_edited_in_process_is_copied_again(tmp_path, staged, monkeypatch, caplog):
+    """In one process (a notebook): the copy checked once, then re-hashed only when its size/mtime changes; a
+    deleted cache home (deleted mid-run) is seeded again instead of ir_datasets trying to download."""
+    from irgrid.core import settings
+    from irgrid.data import datasets
+
+    home = tmp_path / "irds"
+    monkeypatch.setattr(settings, "irds_home", lambda: home)
+    datasets._seed(staged, home)
+    monkeypatch.setattr(datasets, "ensure_irds_home", lambda: home)
+    key = datasets.staged_fingerprint("vaswani")
+    queries = home / "vaswani" / "queries.txt"
+    _flip(queries, b"MEASUREMENT", b"XEASUREMENT")
+    with caplog.at_level("WARNING", logger="irgrid.data.datasets"):
+        assert datasets.staged_fingerprint("vaswani") == key
+    assert f"{queries} does not match" in caplog.text
+    assert queries.read_bytes() == (staged / "vaswani" / "queries.txt").read_bytes()
+    caplog.clear()
+    shutil.rmtree(home)
+    with caplog.at_level("WARNING", logger="irgrid.data.datasets"):
+        assert datasets.staged_fingerprint("vaswani") == key
+    assert "lost its copy of the staged data" in caplog.text
+    assert queries.read_bytes() == (staged / "vaswani" / "queries.txt").read_bytes()
+
+
 # -- 6. a corrupt run meta is named, moved aside and recomputed; it breaks nothing else --------------------------
 def test_corrupt_run_meta_is_named_and_recomputed(slice_root, tmp_path):
     root = _copy_slice(slice_root, tmp_path)

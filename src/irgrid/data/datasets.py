@@ -7,6 +7,7 @@ too), so every split of one collection shares one index.
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import shutil
 import sys
@@ -25,6 +26,8 @@ from irgrid.data.errors import DatasetError
 
 if TYPE_CHECKING:
     import pandas as pd
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -429,7 +432,6 @@ def _seed(src: Path, dst: Path) -> None:
     """Copy the staged home into the writable one, keyed by content: a staged file whose bytes changed since it
     was copied is copied again, and files ir_datasets derived beside the old copy (docstores) are removed.
     `staged_fingerprint` turns the recorded hashes into cache keys, so indexes and runs follow the data."""
-    import hashlib
     import json
 
     manifest_path = dst / STAGED_MANIFEST
@@ -449,25 +451,15 @@ def _seed(src: Path, dst: Path) -> None:
         old = manifest.get(rel)
         if old and old[:2] == [st.st_size, st.st_mtime_ns] and target.exists():
             continue  # unchanged since it was hashed and copied
-        digest = hashlib.sha256()
-        with path.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        sha = digest.hexdigest()[:16]
+        sha = _sha16(path)
         if not (old and old[2] == sha and target.exists()):
             if target.exists():
                 changed_dirs.add(target.parent)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-            shutil.copyfile(path, tmp)
-            os.replace(tmp, target)
+            sha = _copy_hashed(path, target)  # the hash of the bytes copied (the source may change meanwhile)
+            _VERIFIED[(str(dst), rel)] = (target.stat().st_size, target.stat().st_mtime_ns)
         manifest[rel] = [st.st_size, st.st_mtime_ns, sha]
     for folder in changed_dirs:  # what ir_datasets built from the old copy is stale
-        for derived in folder.iterdir():
-            if derived.is_file() and str(derived.relative_to(dst)) not in staged and derived.name != STAGED_MANIFEST:
-                derived.unlink()
-            elif derived.is_dir() and not any(r.startswith(str(derived.relative_to(dst)) + "/") for r in staged):
-                shutil.rmtree(derived, ignore_errors=True)
+        _remove_derived(dst, folder, staged)
     dst.mkdir(parents=True, exist_ok=True)
     tmp = manifest_path.with_name(f".{manifest_path.name}.tmp-{os.getpid()}")
     tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
@@ -476,13 +468,18 @@ def _seed(src: Path, dst: Path) -> None:
 
 def staged_fingerprint(irds_id: str) -> str | None:
     """A hash of the staged files under this id's folder (None when nothing is staged for it): part of cache
-    keys, so changed staged data never reuses an index or a run of the old data."""
+    keys, so changed staged data never reuses an index or a run of the old data. The cache's copies of those
+    files are verified against it first (`verify_staged_copy`): a key always names the bytes ir_datasets reads."""
     import json
 
     if settings.staged_irds_home() is None:
         return None
     try:
         path = ensure_irds_home() / STAGED_MANIFEST
+    except DatasetError:
+        return None
+    verify_staged_copy(irds_id)  # its errors are the user's to see: a key without its data would be wrong
+    try:
         stamp = (str(path), path.stat().st_mtime_ns, irds_id)
         if stamp in _FINGERPRINTS:
             return _FINGERPRINTS[stamp]
@@ -494,19 +491,115 @@ def staged_fingerprint(irds_id: str) -> str | None:
 
 
 _FINGERPRINTS: dict[tuple[str, int, str], str | None] = {}
+# (home, relative path) -> (size, mtime_ns) of a copy whose content was hashed and matched in this process
+_VERIFIED: dict[tuple[str, str], tuple[int, int]] = {}
+
+
+def verify_staged_copy(irds_id: str) -> None:
+    """Check the cache's copies of the staged files this id reads (the folder its key hashes) against the hashes
+    recorded when they were copied: hashed once per process, then only re-hashed when a copy's size or mtime
+    changes (an edit, a notebook writing into it). A copy that differs or is gone is copied again from the staged
+    home, named in a warning, and what ir_datasets derived beside it is removed; a staged source that itself
+    changed gets its new hash recorded, so keys follow it. Without this a corrupted copy was read as it is and
+    its runs stored under the key of the correct data (issue 32)."""
+    import json
+
+    staged = settings.staged_irds_home()
+    if staged is None:
+        return
+    home = ensure_irds_home()
+    manifest_path = home / STAGED_MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, ValueError):  # the cache folder was deleted (or damaged) while this process ran: seed again
+        log.warning("staged data: the cache's ir_datasets home %s lost its copy of the staged data (deleted while "
+                    "running?); copying it again from %s", home, staged)
+        _seed(staged, home)
+        manifest = json.loads(manifest_path.read_text())
+    prefix = _staged_prefix(manifest, irds_id)
+    if prefix is None:
+        return
+    changed = False
+    for rel, entry in sorted(manifest.items()):
+        if not rel.startswith(prefix):
+            continue
+        target = home / rel
+        try:
+            st = target.stat()
+            seen = (st.st_size, st.st_mtime_ns)
+        except OSError:
+            seen = None
+        if seen is not None and _VERIFIED.get((str(home), rel)) == seen:
+            continue
+        if seen is not None and _sha16(target) == entry[2]:
+            _VERIFIED[(str(home), rel)] = seen
+            continue
+        source = staged / rel
+        if not source.is_file():
+            raise DatasetError(f"the cache's copy {target} of staged data differs from what was copied, and the "
+                               f"staged source {source} is gone: restore IRGRID_IRDS_STAGED ({staged}) or unset it")
+        log.warning("staged data: the cache's copy %s %s; copied again from %s", target,
+                    "is missing" if seen is None else "does not match the staged file (changed after it was copied)",
+                    source)
+        sha = _copy_hashed(source, target)
+        _remove_derived(home, target.parent, set(manifest))
+        st_src, st = source.stat(), target.stat()
+        if sha != entry[2]:  # the staged file itself changed (same size and mtime): record its real content
+            manifest[rel] = [st_src.st_size, st_src.st_mtime_ns, sha]
+            changed = True
+        _VERIFIED[(str(home), rel)] = (st.st_size, st.st_mtime_ns)
+    if changed:
+        tmp = manifest_path.with_name(f".{manifest_path.name}.tmp-{os.getpid()}")
+        tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+        os.replace(tmp, manifest_path)
+
+
+def _sha16(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def _copy_hashed(source: Path, target: Path) -> str:
+    """Copy through a temporary name (never a half-written copy under the real one); the hash of what was written."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    shutil.copyfile(source, tmp)
+    sha = _sha16(tmp)
+    os.replace(tmp, target)
+    return sha
+
+
+def _remove_derived(home: Path, folder: Path, staged: set[str]) -> None:
+    """What ir_datasets built beside a copy (docstores, extracted files) came from the old bytes: removed."""
+    for derived in folder.iterdir():
+        rel = str(derived.relative_to(home))
+        if derived.is_file() and rel not in staged and derived.name != STAGED_MANIFEST \
+                and not derived.name.startswith("."):
+            derived.unlink()
+        elif derived.is_dir() and not any(r.startswith(rel + "/") for r in staged):
+            shutil.rmtree(derived, ignore_errors=True)
+
+
+def _staged_prefix(manifest: dict, irds_id: str) -> str | None:
+    """The deepest staged folder of the id (beir/scifact/ for beir/scifact/test): what its key hashes."""
+    parts = irds_id.split("/")
+    for i in range(len(parts), 0, -1):
+        candidate = "/".join(parts[:i]) + "/"
+        if any(rel.startswith(candidate) for rel in manifest):
+            return candidate
+    return None
 
 
 def _fingerprint(manifest: dict, irds_id: str) -> str | None:
     import hashlib
     import json
 
-    parts = irds_id.split("/")
-    prefix = None
-    for i in range(len(parts), 0, -1):  # the deepest staged folder of the id (beir/scifact for beir/scifact/test)
-        candidate = "/".join(parts[:i]) + "/"
-        if any(rel.startswith(candidate) for rel in manifest):
-            prefix = candidate
-            break
+    prefix = _staged_prefix(manifest, irds_id)
     if prefix is None:
         return None
     entries = sorted((rel, v[2]) for rel, v in manifest.items() if rel.startswith(prefix))
@@ -534,6 +627,7 @@ def _irds_load(ds: Dataset | str) -> Any:
     import ir_datasets
 
     ds = get(ds) if isinstance(ds, str) else ds
+    verify_staged_copy(ds.irds_id)
     if ds.loader is not None and ds.irds_id in _LOADER_IDS and _LOADER_IDS[ds.irds_id] != ds.files:
         raise DatasetError(f"dataset {ds.irds_id!r} is already in use in this process with other files; give the "
                            f"collection another name")
