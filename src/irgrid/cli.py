@@ -413,14 +413,39 @@ def _run_reporting_errors(args) -> int:
     except OSError as e:
         where = f" ({e.filename})" if e.filename else ""
         if e.errno == errno.ENOSPC:
-            return fail(f"no space left on the device{where}: free space or point --cache / --out elsewhere; "
-                        f"nothing half-written is ever reused, rerun to continue")
+            return fail(f"no space left on the device{_full_disk(e, args)}: free space or point --cache / --out "
+                        f"elsewhere; nothing half-written is ever reused, rerun to continue")
         if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             return fail(f"not allowed to write{where}: {e.strerror}; choose a writable --cache / --out")
         if e.errno == errno.ENOENT:
             return fail(f"{e.strerror}{where}: was the cache or output folder deleted while irgrid ran? "
                         f"Rerun; everything finished before is reused")
         raise
+
+
+def _full_disk(e: OSError, args) -> str:
+    """' of PATH (N MiB free)' for the full one of the paths a copy names: shutil puts the source first (a cache
+    file when --out fills up), so the path is picked by its disk's free space, not by its position; a write that
+    names no file is placed on the fuller of --out and --cache."""
+    import shutil
+    from pathlib import Path
+
+    found = []
+    names = [n for n in (e.filename, e.filename2) if n] or [getattr(args, "out", None), getattr(args, "cache", None)]
+    for name in names:
+        if not name:
+            continue
+        folder = Path(str(name))
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        try:
+            found.append((shutil.disk_usage(folder).free, str(name)))
+        except OSError:
+            continue
+    if not found:
+        return ""
+    free, name = min(found)
+    return f" of {name} ({free / 2**20:.1f} MiB free)"
 
 
 if __name__ == "__main__":

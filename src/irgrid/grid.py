@@ -23,7 +23,7 @@ from irgrid import measures as measures_mod
 from irgrid.core import settings
 from irgrid.core.files import write_text_atomic
 from irgrid.core.retrievers import Retriever
-from irgrid.data.datasets import Dataset
+from irgrid.data.datasets import Dataset, DatasetError
 from irgrid.models import resolver as models_mod
 from irgrid.models.cache import release_all as release_models
 from irgrid.runner.cell import Cell, Failure, _disk_note, load_cell, resolve_models, run_cell
@@ -277,10 +277,17 @@ def plan(spec: ExperimentSpec, store: Store) -> list[dict[str, Any]]:
     rows = []
     for dataset in spec.datasets:
         for retriever in spec.retrievers:
-            row: dict[str, Any] = {"dataset": dataset.name, "retriever": retriever.name,
-                                   "run_cached": store.has_run(retriever, dataset),
-                                   "index_cached": retriever.index is None or store.index_ready(retriever.index, dataset),
-                                   "status": "cached", "reason": "", "est_seconds": 0.0}
+            try:  # keys read the staged copy (verified, copied again when damaged): a full cache disk fails here
+                row: dict[str, Any] = {
+                    "dataset": dataset.name, "retriever": retriever.name,
+                    "run_cached": store.has_run(retriever, dataset),
+                    "index_cached": retriever.index is None or store.index_ready(retriever.index, dataset),
+                    "status": "cached", "reason": "", "est_seconds": 0.0}
+            except (OSError, DatasetError) as e:
+                rows.append({"dataset": dataset.name, "retriever": retriever.name, "run_cached": False,
+                             "index_cached": False, "status": "unresolvable", "reason": f"data: {_data_error(dataset, e)}",
+                             "est_seconds": None})
+                continue
             if not row["run_cached"]:
                 row["status"] = "to run"
                 try:
@@ -340,7 +347,11 @@ def preflight(spec: ExperimentSpec, store: Store) -> None:
     for dataset in spec.datasets:
         spec.measures_for(dataset)
         for retriever in spec.retrievers:
-            if not store.has_run(retriever, dataset):
+            try:
+                cached = store.has_run(retriever, dataset)
+            except (OSError, DatasetError):  # the data itself (a full cache disk): that dataset's cells record it
+                cached = False
+            if not cached:
                 resolve_models(retriever.all_models(), spec.models)
 
 

@@ -402,6 +402,24 @@ def test_full_disk_is_reported_in_words_and_the_grid_survives(tmp_path):
         subprocess.run(["umount", str(disk)], capture_output=True)
 
 
+def test_full_out_disk_is_named_not_the_cache(slice_root, tmp_path):
+    """A copy from the cache into a full --out: shutil names the source (a cache file) first; the error names the
+    --out file, whose disk is the full one (issue 32)."""
+    disk = tmp_path / "tiny"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("cannot mount a 16 KiB tmpfs here (needs root)")
+    try:
+        root = _copy_slice(slice_root, tmp_path)
+        proc = _cli("run", str(experiment_yaml(root)), "--cache", str(tmp_path / "cache"), "--out", str(disk / "out"))
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        line = proc.stderr.strip().splitlines()[-1]
+        assert line.startswith(f"irgrid: error: no space left on the device of {disk / 'out'}"), line
+        assert str(tmp_path / "cache") not in line and "MiB free" in line
+    finally:
+        subprocess.run(["umount", str(disk)], capture_output=True)
+
+
 def test_second_grid_on_the_same_out_is_refused_at_once(slice_root, tmp_path):
     from irgrid.core import locks
 
