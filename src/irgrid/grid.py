@@ -23,7 +23,7 @@ from irgrid import measures as measures_mod
 from irgrid.core import settings
 from irgrid.core.files import write_text_atomic
 from irgrid.core.retrievers import Retriever
-from irgrid.data.datasets import Dataset, DatasetError
+from irgrid.data.datasets import Dataset, DatasetError, is_download_failure
 from irgrid.models import resolver as models_mod
 from irgrid.models.cache import release_all as release_models
 from irgrid.runner.cell import Cell, Failure, _disk_note, load_cell, resolve_models, run_cell
@@ -251,7 +251,7 @@ def _data_error(dataset: Dataset, e: Exception) -> str:
     if isinstance(e, OSError) and e.errno == errno.ENOSPC:  # copying the staged home into a full cache
         return (f"no space left copying the staged collection of {dataset.name!r} into the cache "
                 f"({settings.irds_home()}){_disk_note(settings.irds_home())}")
-    if isinstance(e, OSError) and not isinstance(e, (FileNotFoundError, PermissionError)):
+    if is_download_failure(e):
         return (f"the queries/qrels of {dataset.name!r} are not staged and could not be downloaded "
                 f"({type(e).__name__}). Stage the collection on a connected machine with ir_datasets and copy its "
                 f"folder under IR_DATASETS_HOME ({settings.irds_home()}), or set IRGRID_IRDS_STAGED to a staged home; "

@@ -247,9 +247,11 @@ class Dataset:
             first = next(it, None)
         except DatasetError:  # irgrid's own loaders say exactly which file is missing
             raise
-        except OSError as e:  # a download attempt on a machine that cannot reach the source
+        except (OSError, RuntimeError) as e:  # a download attempt on a machine that cannot reach the source
+            if not is_download_failure(e):
+                raise
             raise DatasetError(
-                f"the documents of {self.corpus!r} are not staged and could not be downloaded ({e}). "
+                f"the documents of {self.corpus!r} are not staged and could not be downloaded ({type(e).__name__}). "
                 f"Stage the collection on a connected machine with ir_datasets and copy its folder under "
                 f"IR_DATASETS_HOME ({settings.irds_home()}), or set IRGRID_IRDS_STAGED to a staged home"
             ) from None
@@ -620,12 +622,44 @@ def registered_from_loader(irds_id: str) -> bool:
     return irds_id in _LOADER_IDS
 
 
+@cache
+def _quiet_download_logs(ir_datasets: Any) -> None:
+    """ir_datasets gives each module's logger its own handler and level INFO on first use, so a level set on the
+    `ir_datasets` logger never applies: on a machine without downloads its retries ("download error", "Download
+    failed") were printed before irgrid's own staging hint. Unless verbose (`irgrid -v`), only its errors show."""
+    import logging
+
+    from irgrid.core.console import verbose
+
+    original = ir_datasets.log.Logger.logger
+
+    def logger(self: Any) -> logging.Logger:
+        found = original(self)
+        if not verbose() and found.level < logging.ERROR:
+            found.setLevel(logging.ERROR)
+        return found
+
+    ir_datasets.log.Logger.logger = logger
+
+
+def is_download_failure(e: BaseException) -> bool:
+    """Whether ir_datasets tried to download (the data is not staged): a network OSError, or its RuntimeError
+    'All download sources failed' when a file has several mirrors."""
+    import errno
+
+    if isinstance(e, RuntimeError):
+        return bool(e.args) and e.args[0] == "All download sources failed"
+    return isinstance(e, OSError) and not isinstance(e, (FileNotFoundError, PermissionError)) \
+        and e.errno != errno.ENOSPC
+
+
 def _irds_load(ds: Dataset | str) -> Any:
     """ir_datasets.load for a catalog dataset, registering irgrid's loader with ir_datasets first when it has one
     (so `pt.get_dataset("irds:<id>")` serves it like any other)."""
     ensure_irds_home()
     import ir_datasets
 
+    _quiet_download_logs(ir_datasets)
     ds = get(ds) if isinstance(ds, str) else ds
     verify_staged_copy(ds.irds_id)
     if ds.loader is not None and ds.irds_id in _LOADER_IDS and _LOADER_IDS[ds.irds_id] != ds.files:
