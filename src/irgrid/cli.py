@@ -149,7 +149,16 @@ def cmd_run(args) -> int:
     from irgrid.runner.outputs import markdown_table
     from irgrid.store import Store
 
+    try:  # a big file takes a while to read and expand: say so before the first cell (issue 32)
+        size = os.path.getsize(args.experiment)
+    except OSError:
+        size = 0
+    if size > 64 << 10:
+        logging.getLogger("irgrid").info("reading %s (%.1f MiB)", args.experiment, size / 2**20)
     spec = load(args.experiment)
+    if size > 64 << 10:
+        logging.getLogger("irgrid").info("%s: %d dataset(s) x %d retriever(s)", args.experiment, len(spec.datasets),
+                                         len(spec.retrievers))
     if args.dry_run:
         rows = plan(spec, Store())
         table = [{"dataset": r["dataset"], "retriever": r["retriever"], "status": r["status"],

@@ -236,6 +236,7 @@ def test_staged_copy_deleted_or_edited_in_process_is_copied_again(tmp_path, stag
     monkeypatch.setattr(settings, "irds_home", lambda: home)
     datasets._seed(staged, home)
     monkeypatch.setattr(datasets, "ensure_irds_home", lambda: home)
+    monkeypatch.setattr(datasets, "RECHECK_SECONDS", 0.0)  # as if the next call came seconds later
     key = datasets.staged_fingerprint("vaswani")
     queries = home / "vaswani" / "queries.txt"
     _flip(queries, b"MEASUREMENT", b"XEASUREMENT")

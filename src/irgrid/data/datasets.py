@@ -505,11 +505,15 @@ def verify_staged_copy(irds_id: str) -> None:
     changed gets its new hash recorded, so keys follow it. Without this a corrupted copy was read as it is and
     its runs stored under the key of the correct data (issue 32)."""
     import json
+    import time
 
     staged = settings.staged_irds_home()
     if staged is None:
         return
     home = ensure_irds_home()
+    recent = _CHECKED.get((str(home), irds_id))
+    if recent is not None and time.monotonic() - recent < RECHECK_SECONDS:
+        return  # a grid's plan asks for every cell's key: thousands of calls a second need no new stat
     manifest_path = home / STAGED_MANIFEST
     try:
         manifest = json.loads(manifest_path.read_text())
@@ -520,6 +524,7 @@ def verify_staged_copy(irds_id: str) -> None:
         manifest = json.loads(manifest_path.read_text())
     prefix = _staged_prefix(manifest, irds_id)
     if prefix is None:
+        _CHECKED[(str(home), irds_id)] = time.monotonic()
         return
     changed = False
     for rel, entry in sorted(manifest.items()):
@@ -554,6 +559,11 @@ def verify_staged_copy(irds_id: str) -> None:
         tmp = manifest_path.with_name(f".{manifest_path.name}.tmp-{os.getpid()}")
         tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
         os.replace(tmp, manifest_path)
+    _CHECKED[(str(home), irds_id)] = time.monotonic()
+
+
+RECHECK_SECONDS = 2.0
+_CHECKED: dict[tuple[str, str], float] = {}  # (home, id) -> when its copies were last found intact
 
 
 def _sha16(path: Path) -> str:
