@@ -428,6 +428,17 @@ def test_full_out_disk_is_named_not_the_cache(slice_root, tmp_path):
         subprocess.run(["umount", str(disk)], capture_output=True)
 
 
+def test_a_reused_out_keeps_no_qrels_or_runs_of_the_earlier_experiment(slice_root, tmp_path):
+    root = _copy_slice(slice_root, tmp_path)
+    out, store = tmp_path / "out", Store(tmp_path / "cache")
+    for name in ("first-exp", "second-exp"):
+        grid.run(load(experiment_yaml(root, name=name)), out=out, store=store)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert sorted(p.name for p in (out / "qrels").iterdir()) == ["second-exp.qrels"]
+    assert not [f for f in manifest["files"] if "first-exp" in f], manifest["files"]
+    assert "qrels/second-exp.qrels" in manifest["files"]
+
+
 def test_second_grid_on_the_same_out_is_refused_at_once(slice_root, tmp_path):
     from irgrid.core import locks
 
