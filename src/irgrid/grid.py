@@ -85,6 +85,10 @@ def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store:
     logs in `out`), and this process evaluates the stored runs once all jobs finished. `resume` resubmits only
     what is missing from an earlier submission to `out` (finished cells are never recomputed in any case).
     """
+    if isinstance(spec, dict):  # the docstring's "a dict": validated like a file
+        from irgrid.runner.experiment import from_dict
+
+        spec = from_dict(spec)
     spec = spec if isinstance(spec, ExperimentSpec) else load_experiment(spec)
     store = store or Store()
     if out is None:

@@ -439,6 +439,26 @@ def test_a_reused_out_keeps_no_qrels_or_runs_of_the_earlier_experiment(slice_roo
     assert "qrels/second-exp.qrels" in manifest["files"]
 
 
+def test_python_api_run_of_a_dict_and_bad_queries(slice_root, tmp_path, monkeypatch):
+    """`irgrid.run(dict)` as its docstring offers; a None/number/NaN query through `irgrid.pipeline` is one
+    ValueError naming the query, not PISA's SystemError (issue 32)."""
+    import irgrid
+
+    monkeypatch.setenv("IRGRID_CACHE", str(tmp_path / "cache"))
+    root = _copy_slice(slice_root, tmp_path)
+    data = {"collections": [{"name": "api-dict", "docs": str(root / "data/docs.tsv"),
+                             "topics": str(root / "data/topics.tsv"), "qrels": str(root / "data/qrels.txt")}],
+            "datasets": ["api-dict"], "retrievers": ["bm25-pisa"], "measures": ["AP"]}
+    results = irgrid.run(data)
+    assert _value(results, "bm25-pisa") > 0 and not results.attrs["failures"]
+    spec = from_dict(data)
+    pipe = irgrid.pipeline("bm25-pisa", spec.datasets[0])
+    assert len(pipe.search("protein folding")) > 0
+    for query in (None, 3, float("nan")):
+        with pytest.raises(ValueError, match="is not text"):
+            pipe.search(query)
+
+
 def test_second_grid_on_the_same_out_is_refused_at_once(slice_root, tmp_path):
     from irgrid.core import locks
 

@@ -673,8 +673,11 @@ def _irds_load(ds: Dataset | str) -> Any:
     ds = get(ds) if isinstance(ds, str) else ds
     verify_staged_copy(ds.irds_id)
     if ds.loader is not None and ds.irds_id in _LOADER_IDS and _LOADER_IDS[ds.irds_id] != ds.files:
-        raise DatasetError(f"dataset {ds.irds_id!r} is already in use in this process with other files; give the "
-                           f"collection another name")
+        # a collection's files edited in a notebook (or another collection under the name): the id is ours, so
+        # its registration is replaced by this dataset's loader; every read still checks the files' hashes
+        log.info("dataset %r: its files changed in this process; reading the new ones", ds.irds_id)
+        ir_datasets.registry._registered.pop(ds.irds_id, None)
+        _LOADER_IDS.pop(ds.irds_id)
     if ds.loader is not None and ds.irds_id not in ir_datasets.registry:
         try:
             ir_datasets.registry.register(ds.irds_id, ds.loader())
