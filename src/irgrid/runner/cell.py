@@ -218,7 +218,12 @@ def build_pipeline(retriever: Retriever, dataset: str | Dataset | None = None, s
     if check_queries:
         from irgrid.runner.transforms import CheckQueries
 
-        return CheckQueries() >> build_pipeline(retriever, dataset, store, model_map, check_queries=False)
+        return CheckQueries() >> _build_pipeline(retriever, dataset, store, model_map)
+    return _build_pipeline(retriever, dataset, store, model_map)
+
+
+def _build_pipeline(retriever: Retriever, dataset: str | Dataset | None, store: Store | None,
+                    model_map: dict[str, str] | None):
     if not isinstance(retriever, Retriever):
         raise TypeError(f"expected a retriever (irgrid.retriever('bm25-pisa')) or its name, got {retriever!r}")
     if dataset is None:
