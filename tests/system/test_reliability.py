@@ -349,6 +349,12 @@ def test_bad_device_is_one_clear_error(tmp_path):
     proc = _cli("run", str(experiment_yaml(tmp_path, name="x", datasets="[vaswani]")), "--dry-run",
                 env={**ENV, "IRGRID_DEVICE": "gpu"})
     assert proc.returncode == 2 and "IRGRID_DEVICE='gpu'" in proc.stderr and "Traceback" not in proc.stderr
+    import torch
+
+    if not torch.cuda.is_available():  # asked for, not there: one error naming the setting, before any cell
+        proc = _cli("run", str(experiment_yaml(tmp_path, name="x", datasets="[vaswani]")), "--dry-run",
+                    env={**ENV, "IRGRID_DEVICE": "cuda"})
+        assert proc.returncode == 2 and "IRGRID_DEVICE=cuda: CUDA is not available" in proc.stderr, proc.stderr
 
 
 def test_out_that_is_a_file_fails_before_any_cell(slice_root, tmp_path):
