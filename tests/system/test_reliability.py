@@ -107,6 +107,7 @@ def test_partial_query_time_index_file_is_rewritten_not_trusted(slice_root, tmp_
 
 
 # -- 2. a failed baseline is one recorded failure; the other cells and datasets still report ----------------
+@pytest.mark.slow  # a vaswani index and a report: ~1 min on 2 shared cores
 def test_failed_baseline_with_correction_is_recorded_and_the_grid_finishes(slice_root, tmp_path, monkeypatch):
     root = _copy_slice(slice_root, tmp_path)
     spec = load(experiment_yaml(root, name="mine",
@@ -128,6 +129,18 @@ def test_failed_baseline_with_correction_is_recorded_and_the_grid_finishes(slice
     assert set(mine["system"]) == {"bm25-k12"} and mine["p_value"].isna().all()
     assert set(results[results["dataset"] == "vaswani"]["system"]) == {"bm25-pisa", "bm25-k12"}
     assert (tmp_path / "out" / "results.csv").exists()
+    # the report names the failed cell, and counts no tie where the baseline failed (issue 32: 0/0/0)
+    from irgrid.report.write import write_report
+
+    write_report(tmp_path / "out", n_resamples=50)
+    report = tmp_path / "out" / "report"
+    for doc in ("report.md", "report.html"):
+        text = (report / doc).read_text()
+        assert "1 failed cell(s) (failures.json)" in text and "bm25-pisa on mine: RuntimeError: injected" in text
+    wtl = pd.read_csv(report / "win_tie_loss.csv")
+    row = wtl[(wtl["system"] == "bm25-k12") & (wtl["measure"] == "AP")].iloc[0]
+    assert (row["datasets"], row["baseline_missing"]) == (1, 1)  # vaswani compared; mine had no baseline
+    assert "bm25-pisa (failed on 1 dataset(s))" in (report / "report.md").read_text()
 
 
 # -- 3. a docs file changed after it was hashed is never cached under the old hash --------------------------
