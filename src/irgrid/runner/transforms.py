@@ -35,7 +35,7 @@ class CheckQueries(pt.Transformer):
     (issue 32). PyTerrier has no input check of this kind; one ValueError names the query id instead."""
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        if len(inp) and "query" in inp.columns:
+        if len(inp) and "query" in inp.columns and not all(isinstance(q, str) for q in inp["query"].tolist()):
             bad = inp[~inp["query"].map(lambda q: isinstance(q, str))]
             if len(bad):
                 first = bad.iloc[0]
