@@ -202,7 +202,16 @@ def cmd_run(args) -> int:
     from irgrid.runner.outputs import markdown_table
     from irgrid.store import Store
 
+    try:  # a big file takes a while to read and expand: say so before the first cell (issue 32)
+        size = os.path.getsize(args.experiment)
+    except OSError:
+        size = 0
+    if size > 64 << 10:
+        logging.getLogger("irgrid").info("reading %s (%.1f MiB)", args.experiment, size / 2**20)
     spec = load(args.experiment)
+    if size > 64 << 10:
+        logging.getLogger("irgrid").info("%s: %d dataset(s) x %d retriever(s)", args.experiment, len(spec.datasets),
+                                         len(spec.retrievers))
     if args.dry_run:  # the plan: what to stage (once each), index builds, projected GPU/CPU hours and disk
         from irgrid.runner import planning
 
@@ -484,14 +493,39 @@ def _run_reporting_errors(args) -> int:
     except OSError as e:
         where = f" ({e.filename})" if e.filename else ""
         if e.errno == errno.ENOSPC:
-            return fail(f"no space left on the device{where}: free space or point --cache / --out elsewhere; "
-                        f"nothing half-written is ever reused, rerun to continue")
+            return fail(f"no space left on the device{_full_disk(e, args)}: free space or point --cache / --out "
+                        f"elsewhere; nothing half-written is ever reused, rerun to continue")
         if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             return fail(f"not allowed to write{where}: {e.strerror}; choose a writable --cache / --out")
         if e.errno == errno.ENOENT:
             return fail(f"{e.strerror}{where}: was the cache or output folder deleted while irgrid ran? "
                         f"Rerun; everything finished before is reused")
         raise
+
+
+def _full_disk(e: OSError, args) -> str:
+    """' of PATH (N MiB free)' for the full one of the paths a copy names: shutil puts the source first (a cache
+    file when --out fills up), so the path is picked by its disk's free space, not by its position; a write that
+    names no file is placed on the fuller of --out and --cache."""
+    import shutil
+    from pathlib import Path
+
+    found = []
+    names = [n for n in (e.filename, e.filename2) if n] or [getattr(args, "out", None), getattr(args, "cache", None)]
+    for name in names:
+        if not name:
+            continue
+        folder = Path(str(name))
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        try:
+            found.append((shutil.disk_usage(folder).free, str(name)))
+        except OSError:
+            continue
+    if not found:
+        return ""
+    free, name = min(found)
+    return f" of {name} ({free / 2**20:.1f} MiB free)"
 
 
 if __name__ == "__main__":

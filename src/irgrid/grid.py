@@ -23,7 +23,7 @@ from irgrid import measures as measures_mod
 from irgrid.core import settings
 from irgrid.core.files import write_text_atomic
 from irgrid.core.retrievers import Retriever
-from irgrid.data.datasets import Dataset
+from irgrid.data.datasets import Dataset, DatasetError, is_download_failure
 from irgrid.models import resolver as models_mod
 from irgrid.models.cache import release_all as release_models
 from irgrid.runner.cell import Cell, Failure, _disk_note, load_cell, resolve_models, run_cell
@@ -89,6 +89,10 @@ def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store:
     logs in `out`), and this process evaluates the stored runs once all jobs finished. `resume` resubmits only
     what is missing from an earlier submission to `out` (finished cells are never recomputed in any case).
     """
+    if isinstance(spec, dict):  # the docstring's "a dict": validated like a file
+        from irgrid.runner.experiment import from_dict
+
+        spec = from_dict(spec)
     spec = spec if isinstance(spec, ExperimentSpec) else load_experiment(spec)
     store = store or Store()
     if out is None:
@@ -255,7 +259,7 @@ def _data_error(dataset: Dataset, e: Exception) -> str:
     if isinstance(e, OSError) and e.errno == errno.ENOSPC:  # copying the staged home into a full cache
         return (f"no space left copying the staged collection of {dataset.name!r} into the cache "
                 f"({settings.irds_home()}){_disk_note(settings.irds_home())}")
-    if isinstance(e, OSError) and not isinstance(e, (FileNotFoundError, PermissionError)):
+    if is_download_failure(e):
         return (f"the queries/qrels of {dataset.name!r} are not staged and could not be downloaded "
                 f"({type(e).__name__}). Stage the collection on a connected machine with ir_datasets and copy its "
                 f"folder under IR_DATASETS_HOME ({settings.irds_home()}), or set IRGRID_IRDS_STAGED to a staged home; "
@@ -277,16 +281,34 @@ def _fmt_seconds(seconds: float | None) -> str:
 def plan(spec: ExperimentSpec, store: Store) -> list[dict[str, Any]]:
     """Every cell of the grid: cached or not, index cached or not, whether its models resolve, and an
     estimated time from throughputs measured earlier in this cache (indexing docs/s, ms/query)."""
+    from tqdm.auto import tqdm
+
+    from irgrid.core.console import progress_stream
+
     index_rate, query_ms = _measured_throughputs(store)
     docs_ok: dict[str, tuple[bool, str]] = {}
     rows = []
+    total = len(spec.datasets) * len(spec.retrievers)
+    if total >= PLAN_PROGRESS_CELLS:  # a big grid: say what is happening before the first cell (issue 32)
+        log.info("checking the cache for %d cells (%d dataset(s) x %d retriever(s))", total, len(spec.datasets),
+                 len(spec.retrievers))
+    bar = tqdm(total=total, desc="checking the cache", unit="cell", file=progress_stream(), leave=False,
+               disable=total < PLAN_PROGRESS_CELLS, mininterval=0.5 if progress_stream().isatty() else 30)
     for dataset in spec.datasets:
         for retriever in spec.retrievers:
+            bar.update()
             retriever = retriever.for_dataset(dataset)  # the profile's per-dataset values: the cell's own key
-            row: dict[str, Any] = {"dataset": dataset.name, "retriever": retriever.name,
-                                   "run_cached": store.has_run(retriever, dataset),
-                                   "index_cached": retriever.index is None or store.index_ready(retriever.index, dataset),
-                                   "status": "cached", "reason": "", "est_seconds": 0.0}
+            try:  # keys read the staged copy (verified, copied again when damaged): a full cache disk fails here
+                row: dict[str, Any] = {
+                    "dataset": dataset.name, "retriever": retriever.name,
+                    "run_cached": store.has_run(retriever, dataset),
+                    "index_cached": retriever.index is None or store.index_ready(retriever.index, dataset),
+                    "status": "cached", "reason": "", "est_seconds": 0.0}
+            except (OSError, DatasetError) as e:
+                rows.append({"dataset": dataset.name, "retriever": retriever.name, "run_cached": False,
+                             "index_cached": False, "status": "unresolvable", "reason": f"data: {_data_error(dataset, e)}",
+                             "est_seconds": None})
+                continue
             if not row["run_cached"]:
                 row["status"] = "to run"
                 try:
@@ -299,7 +321,11 @@ def plan(spec: ExperimentSpec, store: Store) -> list[dict[str, Any]]:
                         row["status"], row["reason"] = "unresolvable", f"data: {why}"
                 row["est_seconds"] = _estimate(retriever, dataset, row["index_cached"], index_rate, query_ms)
             rows.append(row)
+    bar.close()
     return rows
+
+
+PLAN_PROGRESS_CELLS = 500
 
 
 def _measured_throughputs(store: Store) -> tuple[dict[str, float], dict[str, float]]:
@@ -330,7 +356,11 @@ def preflight(spec: ExperimentSpec, store: Store) -> None:
         spec.measures_for(dataset)
         for retriever in spec.retrievers:
             retriever = retriever.for_dataset(dataset)  # the profile's per-dataset values: the cell's own key
-            if not store.has_run(retriever, dataset):
+            try:
+                cached = store.has_run(retriever, dataset)
+            except (OSError, DatasetError):  # the data itself (a full cache disk): that dataset's cells record it
+                cached = False
+            if not cached:
                 resolve_models(retriever.all_models(), spec.models)
 
 

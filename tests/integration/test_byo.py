@@ -102,13 +102,33 @@ def test_reading_an_experiment_changes_no_global_catalog(collection):
     assert ds.config() == second.datasets[0].config()
     assert ds.corpus_dataset().name == ds.corpus and ds.corpus not in ds_mod.DATASETS
     assert ds.docs_count() == len(list(ds.docs())) > 250
-    # another collection under that name with other files: refused once both are used in one process
-    other = dict(item, docs="data/docs.jsonl")
+    # another collection under that name with other files (a file edited in a notebook): each reads its own files,
+    # the id's registration follows the dataset in use (issue 32: it was refused, every cell of the rerun failed)
+    other = dict(item, docs="data/docs.jsonl", topics="data/topics.trec")
     clash = from_dict(dict(exp, collections=[other]), source=str(collection / "exp-fx.yaml")).datasets[0]
     assert clash.corpus != ds.corpus
-    ds.topics()
-    with pytest.raises(ds_mod.DatasetError, match="already in use in this process with other files"):
-        clash.topics()
+    assert list(ds.topics()["query"]) == list(clash.topics()["query"])  # the same queries, from TSV then TREC
+    assert ds.irds().queries_cls().__name__ == "GenericQuery" and clash.irds().queries_cls().__name__ == "TrecQuery"
+
+
+def test_collection_file_edited_in_one_process_is_read_again(tmp_path, collection):
+    """A notebook: run, edit the qrels, run again in the same process: the new judgements are used."""
+    import shutil
+
+    from irgrid import grid
+    from irgrid.store import Store
+
+    shutil.copytree(collection / "data", tmp_path / "data")
+    exp = experiment_yaml(tmp_path, name="slice-notebook")
+    store = Store(tmp_path / "cache")
+    before = grid.run(load(exp), store=store)
+    qrels = tmp_path / "data" / "qrels.txt"
+    lines = qrels.read_text().splitlines(keepends=True)
+    qrels.write_text("".join(lines[: len(lines) // 2]))
+    after = grid.run(load(exp), store=store)
+    assert not after.attrs["failures"] and len(after) == len(before)
+    value = lambda r: float(r[r["measure"] == "nDCG@10"]["value"].iloc[0])  # noqa: E731
+    assert value(after) != value(before)
 
 
 def test_collection_key_typo_gets_a_suggestion(collection):

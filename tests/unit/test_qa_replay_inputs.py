@@ -85,3 +85,33 @@ def test_bad_replay_inputs(tmp_path):
     with pytest.raises(replay.ReplayError, match="did you mean qwen-3-8b"):
         replay.load(MCQ, models=["qwen-3-8"])
 
+
+
+# -- issue 32: one error line naming the file or the value, never a traceback or a silent score ------------------
+@pytest.mark.parametrize("source, name", [(MCQ, "cut.csv.gz"), (OE, "cut.jsonl.gz")])
+def test_truncated_gzip_is_named(tmp_path, source, name):
+    cut = tmp_path / name
+    cut.write_bytes(source.read_bytes()[:4000])
+    with pytest.raises(replay.ReplayError, match=rf"{cut}: cannot be read \(truncated or damaged\?\)"):
+        replay.load(cut)
+
+
+@pytest.mark.parametrize("sample", [0, -1])
+def test_sample_below_one_is_refused(sample):
+    with pytest.raises(replay.ReplayError, match=rf"--sample {sample}: .* whole number >= 1"):
+        replay.load(MCQ, sample=sample)
+
+
+def test_rows_without_the_authors_flag_or_any_answer_are_refused(tmp_path, caplog):
+    rows = pd.read_csv(MCQ, nrows=40)
+    path = tmp_path / "mcq.csv"
+    rows.assign(is_correct=rows["is_correct"].where(rows.index % 7 != 3)).to_csv(path, index=False)
+    with pytest.raises(replay.ReplayError, match=r"6 of 40 row\(s\) have no is_correct .*first: data row 4"):
+        replay.load(path)
+    rows.assign(model_answer=None).to_csv(path, index=False)
+    with pytest.raises(replay.ReplayError, match="no row has a model_answer"):
+        replay.load(path)
+    # some empty answers are what the released file has: scored as wrong, with a warning
+    rows.assign(model_answer=rows["model_answer"].where(rows.index != 5)).to_csv(path, index=False)
+    frame = replay.load(path)
+    assert len(frame) == 40 and "1 of 40 row(s) have no model_answer (first: data row 6" in caplog.text

@@ -257,6 +257,9 @@ class Retriever:
             index = dataclasses.replace(index, stage=stage,
                                         models={k: swaps.get(k, v) for k, v in index.models.items()})
             entry = dataclasses.replace(entry, index=index)
+        problem = check_options(entry)  # the YAML's type and range checks, for Python callers too (issue 32)
+        if problem:
+            raise OptionValueError(entry.name, problem)
         return entry
 
     def with_tiny_models(self) -> Retriever:
@@ -345,6 +348,14 @@ OPTION_TYPES: dict[str, tuple[type, float | None, float | None]] = {
 }
 # options whose None is a value, not a missing one (what None means)
 OPTION_NULLABLE: dict[str, str] = {"top_k": "no pruning"}
+
+
+class OptionValueError(ValueError):
+    """An option value of the wrong type or out of range (`check_options`), raised by `with_options`."""
+
+    def __init__(self, entry: str, problem: str):
+        super().__init__(f"retriever {entry!r}: {problem}")
+        self.entry, self.problem = entry, problem
 
 
 def check_options(entry: Retriever) -> str | None:

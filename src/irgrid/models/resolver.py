@@ -148,6 +148,13 @@ def resolve(ref: ModelRef | str, extra: dict[str, str] | None = None, check_only
                 raise ModelUnavailableError(
                     f"model {ref} is mapped to {path}, which does not exist; fix the mapping or stage the folder"
                 )
+            if path.is_dir() and not ((path / "config.json").exists() or any(path.glob("*.gguf"))):
+                # found by --dry-run, not as a tokenizer error after the grid started (issue 32)
+                what = "an empty folder" if not any(path.iterdir()) else "a folder without config.json"
+                raise ModelUnavailableError(
+                    f"model {ref} is mapped to {path}, {what} (not a model folder); stage the model there "
+                    f"(`huggingface-cli download {ref.id} --local-dir {path}` on a connected machine) or fix the "
+                    f"mapping")
             return Resolved(ref, "mapping", str(path))
     pkg = _package_folder(ref.id) or _gguf_folder(ref.id, check_only)
     if pkg:

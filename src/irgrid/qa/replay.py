@@ -83,8 +83,8 @@ def _read(path: Path) -> pd.DataFrame:
             opener = gzip.open if name.endswith(".gz") else open
             with opener(path, "rt", encoding="utf-8") as f:
                 return pd.DataFrame(json.load(f))
-    except (ValueError, OSError) as e:
-        raise ReplayError(f"{path}: cannot be read as {name.rsplit('.', 2)[-2 if name.endswith('.gz') else -1]} "
+    except (ValueError, OSError, EOFError, UnicodeDecodeError) as e:  # EOFError: a .gz cut short
+        raise ReplayError(f"{path}: cannot be read (truncated or damaged?) as {name.rsplit('.', 2)[-2 if name.endswith('.gz') else -1]} "
                           f"({e}); expected the staged files of ../shared/datasets/disastqa-outputs") from None
     raise ReplayError(f"{path}: unknown format; expected .csv(.gz) for multiple choice or .jsonl(.gz) for "
                       f"open-ended answers (the files of ../shared/datasets/disastqa-outputs)")
@@ -97,6 +97,9 @@ def load(path: str | Path, models: list[str] | None = None, sample: int | None =
     `models` keeps only those readers; `sample` keeps a fixed-seed sample of that many questions (the same
     questions for every reader and setting, so paired tests stay paired)."""
     path = Path(path)
+    if sample is not None and (isinstance(sample, bool) or not isinstance(sample, (int, np.integer)) or sample < 1):
+        raise ReplayError(f"--sample {sample!r}: the number of questions to sample must be a whole number >= 1 "
+                          f"(leave it out to score every question)")
     if not path.exists():
         raise ReplayError(f"answers file {path} does not exist (the staged answers are in "
                           f"../shared/datasets/disastqa-outputs)")
@@ -109,6 +112,7 @@ def load(path: str | Path, models: list[str] | None = None, sample: int | None =
     else:
         raise ReplayError(f"{path}: columns {sorted(cols)} match no replay format; multiple choice needs "
                           f"{sorted(MCQ_COLUMNS)}, open-ended {sorted(OE_COLUMNS)}")
+    _check_answers(df, task, path)
     bad = sorted(set(df["setting"].astype(str)) - set(SETTINGS))
     if bad:
         raise ReplayError(f"{path}: unknown setting(s) {bad}; replayed answers must be base, golden or mix")
@@ -131,6 +135,28 @@ def load(path: str | Path, models: list[str] | None = None, sample: int | None =
         keep = set(rng.choice(qids, size=min(sample, len(qids)), replace=False))
         df = df[df["qid"].isin(keep)].reset_index(drop=True)
     return df
+
+
+def _check_answers(df: pd.DataFrame, task: str, path: Path) -> None:
+    """Empty cells that would score silently: a missing `is_correct` read as True (the authors' flag 1.0), a file
+    with no answer at all scored 0. A missing `model_answer` on some rows is what the released file has (256
+    multiple-choice rows, all flagged wrong by the authors): scored as wrong, with a warning."""
+    def rows(mask: pd.Series) -> str:
+        first = df[mask].iloc[0]
+        return f"first: data row {int(mask.to_numpy().argmax()) + 1}, model {first['model']!r}, item {first['item']!r}"
+
+    if task == "mcq":
+        bad = ~df["is_correct"].map(lambda v: isinstance(v, (bool, np.bool_)) or v in (0, 1))
+        if bad.any():
+            raise ReplayError(f"{path}: {int(bad.sum())} of {len(df)} row(s) have no is_correct (or not True/False; "
+                              f"{rows(bad)}); the authors' flag is needed on every row: use the released file as "
+                              f"it is")
+    missing = df["model_answer"].isna() | (df["model_answer"].astype(str).str.strip() == "")
+    if missing.all():
+        raise ReplayError(f"{path}: no row has a model_answer; nothing to score (use the released file as it is)")
+    if missing.any():
+        log.warning("%s: %d of %d row(s) have no model_answer (%s); they are scored as unanswered (wrong, no overlap)", path,
+                    int(missing.sum()), len(df), rows(missing))
 
 
 def _join(df: pd.DataFrame, task: str, path: Path) -> pd.DataFrame:

@@ -212,8 +212,21 @@ def _write_stage(stage, dataset: Dataset, store: Store, docs, docs_count: int, m
 
 
 def build_pipeline(retriever: Retriever, dataset: str | Dataset | None = None, store: Store | None = None,
-                   model_map: dict[str, str] | None = None):
-    """The entry's full query pipeline on a dataset (index built or reused), dataset policies included."""
+                   model_map: dict[str, str] | None = None, check_queries: bool = True):
+    """The entry's full query pipeline on a dataset (index built or reused), dataset policies included.
+    `check_queries` (the Python API's default) puts a check that every query is text in front; a grid's own
+    topics are checked when read."""
+    if check_queries:
+        from irgrid.runner.transforms import CheckQueries
+
+        return CheckQueries() >> _build_pipeline(retriever, dataset, store, model_map)
+    return _build_pipeline(retriever, dataset, store, model_map)
+
+
+def _build_pipeline(retriever: Retriever, dataset: str | Dataset | None, store: Store | None,
+                    model_map: dict[str, str] | None):
+    if not isinstance(retriever, Retriever):
+        raise TypeError(f"expected a retriever (irgrid.retriever('bm25-pisa')) or its name, got {retriever!r}")
     if dataset is None:
         raise ValueError(f"{retriever.name}.pipeline() needs a dataset to index, e.g. 'beir/scifact/test'")
     dataset = dataset_of(dataset)
@@ -335,7 +348,7 @@ def _compute_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, 
 def _timed_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store: Store,
                 model_map: dict[str, str] | None, latency_sample: int) -> Cell:
     start = time.perf_counter()
-    pipeline = build_pipeline(retriever, dataset, store, model_map)
+    pipeline = build_pipeline(retriever, dataset, store, model_map, check_queries=False)
     load_seconds = time.perf_counter() - start
     pipeline.transform(topics.head(1))  # warm-up (model load, JIT, JVM): not part of the latency
     accounted = _latency_accounting(pipeline)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import math
 import operator
 import re
 from collections.abc import Callable, Mapping
@@ -107,12 +108,22 @@ def parse(text: str) -> Ref | Op:
         return f"{_PLACEHOLDER}{len(names) - 1}"
 
     source = _NAME.sub(swap, text)
+    if len(names) > MAX_NAMES:  # every later step recurses over the tree: Python's stack ends near 500 terms
+        raise ExpressionError(f"{text[:60]!r}...: {len(names)} pipeline names in one expression; at most "
+                              f"{MAX_NAMES} (fuse fewer runs, or fuse groups in named expressions)")
     try:
         tree = ast.parse(source.strip(), mode="eval").body
+        return _check(tree, text, names)
     except SyntaxError as e:
-        raise ExpressionError(f"{text!r} is not a valid expression ({e.msg}); operators are >> % + * | & and "
+        shown = repr(text) if len(text) <= 200 else f"{text[:60]!r}..."
+        raise ExpressionError(f"{shown} is not a valid expression ({e.msg}); operators are >> % + * | & and "
                               f"functions {', '.join(f.example for f in FUNCTIONS.values())}") from None
-    return _check(tree, text, names)
+    except RecursionError:  # nesting by parentheses or numbers alone
+        raise ExpressionError(f"{text[:60]!r}...: nested too deeply to read; write it with fewer levels") from None
+
+
+MAX_NAMES = 200
+MAX_WEIGHT = 1e6  # weights are relative: a million times another term already decides alone
 
 
 def _number(node: ast.AST) -> float | int | None:
@@ -153,6 +164,10 @@ def _check(node: ast.AST, text: str, names: list[str]) -> Ref | Op:
                 raise ExpressionError(f"in {text!r}: '{show(node)}': * weights one pipeline by a number, e.g. "
                                       f"'0.7 * bm25'; combine two pipelines with + or rrf(...)")
             weight, other = (left_n, node.right) if left_n is not None else (right_n, node.left)
+            if not (math.isfinite(weight) and 0 < weight <= MAX_WEIGHT):
+                raise ExpressionError(f"in {text!r}: weight {show(node.left if left_n is not None else node.right)}"
+                                      f" is outside (0, {MAX_WEIGHT:g}]: fusion weights scale normalised scores, so "
+                                      f"they must be positive and finite; leave a pipeline out by removing its term")
             return Op("*", (sub(other),), (("weight", float(weight)),))
         for side in (node.left, node.right):
             if _number(side) is not None:

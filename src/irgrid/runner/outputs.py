@@ -213,11 +213,18 @@ def paper_name(retriever, dataset=None) -> str | None:
 
 def write_qrels(cells_by_dataset, out: Path) -> None:
     """qrels/<dataset-slug>.qrels (TREC format) beside the runs, so that failure points, fusion and every other
-    analysis of `irgrid report` work from the output folder alone."""
+    analysis of `irgrid report` work from the output folder alone. The qrels of an earlier experiment written to
+    the same folder are removed (the manifest lists every file under qrels/)."""
+    written = set()
     for cells in cells_by_dataset.values():
         if not cells:
             continue
         dataset = cells[0].dataset
         qrels = dataset.qrels()
         lines = [f"{q} 0 {d} {int(rel)}" for q, d, rel in zip(qrels["qid"], qrels["docno"], qrels["label"])]
-        write_text_atomic(out / "qrels" / f"{dataset.slug}.qrels", "\n".join(lines) + "\n")
+        target = out / "qrels" / f"{dataset.slug}.qrels"
+        write_text_atomic(target, "\n".join(lines) + "\n")
+        written.add(target)
+    for stale in (out / "qrels").glob("*.qrels"):
+        if stale not in written:
+            stale.unlink()

@@ -30,6 +30,24 @@ class DropSelfMatches(pt.Transformer):
         return hash("DropSelfMatches")
 
 
+class CheckQueries(pt.Transformer):
+    """Queries given through the Python API must be text: None, NaN or a number reached PISA as a SystemError
+    (issue 32). PyTerrier has no input check of this kind; one ValueError names the query id instead."""
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        if len(inp) and "query" in inp.columns and not all(isinstance(q, str) for q in inp["query"].tolist()):
+            bad = inp[~inp["query"].map(lambda q: isinstance(q, str))]
+            if len(bad):
+                first = bad.iloc[0]
+                qid = first["qid"] if "qid" in bad.columns else bad.index[0]
+                raise ValueError(f"query {first['query']!r} (qid {qid!r}) is not text: {len(bad)} of {len(inp)} "
+                                 f"queries are not str; pass each query as a string (drop missing ones first)")
+        return inp
+
+    def __repr__(self) -> str:
+        return "CheckQueries()"
+
+
 def drop_unjudged_self_matches(res: pd.DataFrame, qrels: pd.DataFrame) -> pd.DataFrame:
     """The paper's evaluation rule on every dataset: a document whose id equals the query id is removed unless
     it is judged relevant (valentinsvelev/retriever-evaluation src/evaluator.py, skip_self_matches='auto').
