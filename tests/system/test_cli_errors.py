@@ -43,3 +43,33 @@ def test_malformed_yaml_names_the_line(tmp_path):
     msg = _one_error(_cli_run(tmp_path, GOOD.replace("retrievers: [bm25-pisa]", "retrievers: [bm25-pisa")))
     assert "not valid YAML" in msg and "line" in msg
 
+
+
+# -- issue 32: tracebacks that became one error line ------------------------------------------------------------
+def test_huge_fusion_expression_and_bad_weights_are_one_line(tmp_path):
+    terms = " + ".join(["bm25-pisa"] * 3000)
+    msg = _one_error(_cli_run(tmp_path, GOOD.replace("retrievers: [bm25-pisa]",
+                                                     f'retrievers: [bm25-pisa, {{as: f, pipeline: "{terms}"}}]')))
+    assert "3000 pipeline names in one expression; at most 200" in msg and len(msg) < 400
+    msg = _one_error(_cli_run(tmp_path, GOOD.replace("retrievers: [bm25-pisa]",
+                                                     'retrievers: [bm25-pisa, {as: f, pipeline: "1e999 * bm25-pisa"}]')))
+    assert "weight 1e309 is outside (0, 1e+06]" in msg  # 1e999 is inf: Python writes it 1e309
+
+
+def _qa_replay(tmp_path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "irgrid.cli", "qa", "replay", *args, "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_qa_replay_bad_sample_and_truncated_file_are_one_line(tmp_path):
+    for sample in ("0", "-1"):
+        msg = _one_error(_qa_replay(tmp_path, str(tmp_path / "any.csv.gz"), "--sample", sample))
+        assert f"--sample {sample}: the number of questions to sample must be a whole number >= 1" in msg
+    import gzip
+
+    cut = tmp_path / "cut.jsonl.gz"
+    whole = gzip.compress("".join(f'{{"model": "m{i}", "setting": "base", "item": {i * 7919 % 10007}}}\n'
+                                  for i in range(5000)).encode())
+    cut.write_bytes(whole[: len(whole) // 2])  # cut mid-stream
+    msg = _one_error(_qa_replay(tmp_path, str(cut)))
+    assert f"{cut}: cannot be read (truncated or damaged?)" in msg
