@@ -103,10 +103,13 @@ def test_title_only_trec_topics_are_read(tmp_path, caplog):
     paths = {role: data / name for role, name in (("docs", "docs.tsv"), ("topics", "topics.trec"),
                                                   ("qrels", "qrels.txt"))}
     # load()'s own checks, without its last step (which opens ir_datasets: the integration tier's)
-    byo._validate(paths, "tsv", "trec", {r: loaders.file_sha(p) for r, p in paths.items()}, "collections[0]")
+    hashes = {r: loaders.file_sha(p) for r, p in paths.items()}
+    with pytest.raises(byo.CollectionError, match=r"1 of 3 query ids judged in .*qrels.txt are not in .*topics.trec"):
+        byo._validate(paths, "tsv", "trec", hashes, "collections[0]")  # qrels judge query 3, the topics stop at 2
+    byo._validate(paths, "tsv", "trec", hashes, "collections[0]", allow_unjudged_qrels=True)
     topics = list(loaders.VerifiedTrecQueries(data / "topics.trec", None).queries_iter())
     assert [(q.query_id, q.title, q.description) for q in topics] == [("1", "query 1", ""), ("2", "query 2", "")]
-    assert "1 of 3 judged queries of qrels.txt are not in topics.trec (e.g. ['3']" in caplog.text
+    assert "1 of 3 query ids judged in" in caplog.text and "ignored (allow_unjudged_qrels: true)" in caplog.text
 
 
 @pytest.mark.parametrize("topics, expected", [

@@ -124,10 +124,6 @@ def _validate(paths: dict[str, Path], docs_format: str, topics_format: str, hash
         elif relevant - docnos:
             log.warning("%s: %d of %d relevant documents in %s are not in %s", where, len(relevant - docnos),
                         len(relevant), paths["qrels"].name, paths["docs"].name)
-    missing = judged - qids
-    if missing:
-        log.warning("%s: %d of %d judged queries of %s are not in %s (e.g. %s; they are not evaluated)", where,
-                    len(missing), len(judged), paths["qrels"].name, paths["topics"].name, sorted(missing)[:3])
     unjudged = qids - judged
     if unjudged:
         log.warning("%s: %d of %d queries have no judgements in %s (they are not evaluated): %s", where,
