@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from irgrid.core.errors import Error  # the base of every user-facing error (light: no side effects)
+
 __version__ = "0.1.0"
 
 
@@ -70,4 +72,4 @@ def list_retrievers() -> list[Retriever]:
     return list(RETRIEVERS)
 
 
-__all__ = ["run", "retriever", "pipeline", "list_retrievers", "__version__"]
+__all__ = ["run", "retriever", "pipeline", "list_retrievers", "Error", "__version__"]

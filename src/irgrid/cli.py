@@ -8,8 +8,6 @@ import io
 import logging
 import sys
 
-from irgrid.core.registry import UnknownNameError
-
 
 def _table(rows: list[dict[str, str]], fmt: str) -> str:
     if not rows:
@@ -390,14 +388,7 @@ def _run_reporting_errors(args) -> int:
     import errno
     import traceback
 
-    from irgrid.cluster.config import ExecutorError
-    from irgrid.core.locks import LockTimeout
-    from irgrid.core.settings import SettingsError
-    from irgrid.data.datasets import DatasetError
-    from irgrid.models.resolver import ModelUnavailableError
-    from irgrid.runner.experiment import ExperimentError
-    from irgrid.runner.outputs import OutputError
-    from irgrid.store import CacheError
+    from irgrid.core.errors import Error
 
     def fail(message: str) -> int:
         if args.verbose:
@@ -407,8 +398,7 @@ def _run_reporting_errors(args) -> int:
 
     try:
         return args.func(args)
-    except (ExperimentError, UnknownNameError, ModelUnavailableError, ExecutorError, DatasetError, OutputError,
-            CacheError, LockTimeout, SettingsError) as e:
+    except Error as e:  # every user-facing irgrid error derives from irgrid.Error
         return fail(str(e))
     except OSError as e:
         where = f" ({e.filename})" if e.filename else ""

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from irgrid.core.enums import NameEnum
+from irgrid.core.errors import Error
 
 
 class ProfileName(NameEnum):
@@ -58,7 +59,7 @@ def for_entry(profile: str, own: Profile, options: Mapping[str, Any]) -> dict[st
     return {**common, **own}
 
 
-class ProfileError(ValueError):
+class ProfileError(Error, ValueError):
     pass
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from irgrid.core.errors import Error
+
 
 def cache_root() -> Path:
     """Indexes and cached runs (IRGRID_CACHE, default ~/.cache/irgrid)."""
@@ -24,7 +26,7 @@ def irds_home() -> Path:
     return Path(value).expanduser() if value else cache_root() / "irds"
 
 
-class SettingsError(ValueError):
+class SettingsError(Error, ValueError):
     """An IRGRID_* environment variable has a value irgrid cannot use."""
 
 

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from irgrid.core import settings
+from irgrid.core.errors import Error
 from irgrid.core.files import write_text_atomic
 from irgrid.core.hashing import config_hash
 from irgrid.data import disastqa as data
@@ -55,7 +56,7 @@ CACHE_FORMAT = 2
 BERTSCORE = {"paper": ("roberta-large", 17), "fallback": ("sentence-transformers/all-MiniLM-L6-v2", None)}
 
 
-class ReplayError(ValueError):
+class ReplayError(Error, ValueError):
     pass
 
 

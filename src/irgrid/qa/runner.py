@@ -27,6 +27,7 @@ from typing import Any
 import pandas as pd
 
 from irgrid.core import settings
+from irgrid.core.errors import Error
 from irgrid.core.files import write_text_atomic
 from irgrid.core.hashing import config_hash
 from irgrid.core.schema import Key, Schema
@@ -54,7 +55,7 @@ OE_MEASURES = ("ROUGE-L", "BLEU-4", "BERTScore-F1", "KeypointCoverage")
 CACHE_FORMAT = 1
 
 
-class QAExperimentError(ValueError):
+class QAExperimentError(Error, ValueError):
     pass
 
 
