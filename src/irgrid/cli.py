@@ -1,4 +1,4 @@
-"""`irgrid` command line: list, datasets, resolve, run, status."""
+"""`irgrid` command line: list, datasets, resolve, run, status, report, check, qa."""
 
 from __future__ import annotations
 
