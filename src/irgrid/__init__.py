@@ -13,20 +13,6 @@ from irgrid.core.errors import Error  # the base of every user-facing error (lig
 __version__ = "0.1.0"
 
 
-def _fix_irds_home() -> None:
-    """ir_datasets fixes its home when first imported: point it at irgrid's writable home before anything
-    (pyterrier, ir_measures, a user script) imports it. Copying a staged home happens later, on first use."""
-    import os
-
-    from irgrid.core import settings
-
-    if "IR_DATASETS_HOME" not in os.environ:
-        os.environ["IR_DATASETS_HOME"] = str(settings.irds_home())
-        os.environ["IRGRID_IRDS_HOME_DEFAULTED"] = "1"  # ours: `irgrid run --cache` may still move it
-
-
-_fix_irds_home()
-
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -40,8 +26,10 @@ def run(experiment: Any, out: Any = None, *, extra: dict[str, Any] | None = None
     `extra` adds pipelines composed in Python as cells of the grid (same cache, runs, tests and reports), each
     under the cache key given in `keys` (e.g. `extra={"mine": pipeline}, keys={"mine": "my-v1"}`); a pipeline
     may also be a function dataset name -> transformer."""
+    from irgrid.core import settings
     from irgrid.grid import run as _run
 
+    settings.use_irds_home()  # on first use, never at import (importing irgrid changes no environment variable)
     if extra or keys:
         from irgrid.runner.experiment import with_extra
 
@@ -60,8 +48,10 @@ def retriever(name: str) -> Retriever:
 def pipeline(entry: str | Retriever, dataset: Any = None, **kwargs: Any) -> Any:
     """A retriever built for a dataset (its index built or reused from the cache) as a PyTerrier transformer:
     for scripts and notebooks. `irgrid.retriever(name).pipeline(dataset)` is the same call."""
+    from irgrid.core import settings
     from irgrid.runner.cell import build_pipeline
 
+    settings.use_irds_home()
     return build_pipeline(retriever(entry) if isinstance(entry, str) else entry, dataset, **kwargs)
 
 

@@ -132,13 +132,12 @@ def cmd_run(args) -> int:
         return 2
     if args.cache:
         os.environ["IRGRID_CACHE"] = args.cache
-        if os.environ.get("IRGRID_IRDS_HOME_DEFAULTED") == "1" and "ir_datasets" not in sys.modules:
-            os.environ["IR_DATASETS_HOME"] = os.path.join(args.cache, "irds")  # the cache's own, as documented
     if args.tiny_models:
         os.environ["IRGRID_TINY_MODELS"] = "1"
     from irgrid.core import settings
 
     settings.device()  # IRGRID_DEVICE checked once, before any work
+    settings.use_irds_home()  # the cache's own (--cache/irds) unless IR_DATASETS_HOME is set, as documented
     if settings.tiny_models():
         print("irgrid: TINY-MODEL MODE: every checkpoint with a declared architecture is a tiny random-weight model;"
               " these numbers check wiring only and are not results", file=sys.stderr)
