@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import importlib
 from pathlib import Path
 
@@ -38,6 +39,7 @@ def _base_name(node: ast.expr) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
+@functools.cache
 def _exception_classes() -> dict[str, bool]:
     """'module.Class' -> whether it is defined at module level, for every class whose bases make it an exception:
     a builtin exception, a class found here to be one, or a name that reads as one (a third party's `...Error`)."""
