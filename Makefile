@@ -17,7 +17,7 @@ export IRGRID_CACHE ?= $(abspath .cache/irgrid)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install quickstart test test-all test-fast lint bench bench-scale clean qa-replay qa-judges
+.PHONY: install quickstart test test-all test-fast lint bench bench-scale clean qa-replay qa-judges lab notebook
 
 install: $(STAMP)
 
@@ -34,6 +34,15 @@ $(STAMP): pyproject.toml constraints.txt Makefile
 
 quickstart: install
 	$(BIN)/irgrid run experiments/quickstart.yaml --out results/quickstart
+
+# JupyterLab on this environment (the `notebook` extra, part of `dev`): its kernel is this venv's Python and sees
+# the same cache and staged data; progress bars are notebook widgets there. `make notebook` is the same.
+# As root (containers, these reference machines) Jupyter refuses to start without --allow-root.
+LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
+lab: install
+	$(BIN)/jupyter-lab --notebook-dir=notebooks $(LAB_ARGS)
+
+notebook: lab
 
 # Tiers by needs (tests/unit, tests/integration, tests/system: markers by folder), cost marked apart (slow, heavy).
 # test: CI's command, every tier but `heavy` (< 30 min on 2 cores); test-all adds the heavy end-to-end checks;
@@ -68,9 +77,10 @@ qa-replay: install
 	$(BIN)/irgrid qa replay $(QA_OUTPUTS)/mcq_answers.csv.gz --out results/qa-replay/$(READER)/mcq $(QA_REPLAY_ARGS)
 	$(BIN)/irgrid qa replay $(QA_OUTPUTS)/oe_answers.jsonl.gz --out results/qa-replay/$(READER)/oe $(QA_REPLAY_ARGS)
 
-# Coverage judges vs the 8,400 human-verified labels: sweeps and leave-one-reader-out CV. The lexical judge on
+# Coverage judges vs the authors' released gpt-4o-mini labels (8,400; Yi-6B-Chat and gemma-7b excluded from the CV):
+# sweeps and leave-one-reader-out CV. The lexical judge on
 # all 200 questions; all judges on a fixed 50-question sample (MiniLM embeddings of ~20k texts, cached in
-# $(IRGRID_CACHE)/qa/embeddings); then the human file replayed with the default judge.
+# $(IRGRID_CACHE)/qa/embeddings); then the review file replayed with the default judge.
 qa-judges: install
 	$(BIN)/python -m irgrid.qa.judges $(QA_OUTPUTS)/oe_human_review.jsonl.gz --out results/qa-judges/full \
 		--scorers lexical

@@ -11,11 +11,15 @@ from __future__ import annotations
 from irgrid.core.modelref import ModelRef
 from irgrid.core.paper_code import (
     ENCODER_PY,
+    ENCODER_PY_F8,
     ENCODER_PY_OLD,
     GRITLM_PY,
     LLM2VEC_PY,
+    LLM2VEC_PY_OLD,
     MODELS_PY,
     NVEMBED_PY,
+    NVEMBED_PY_OLD,
+    code,
     generic,
     paper,
 )
@@ -26,6 +30,13 @@ from irgrid.dense.spec import EncoderSpec
 UNVERIFIED = "revision unverified offline: left unpinned"
 ST_HANDLER = "_load_model(): SentenceTransformer handler (fp32, normalize_embeddings=True, no prompt)"
 ST_TITLES = "encode(): sentence-transformers documents f'{title} {text}'"
+ST_ROUTE = "_load_model(): 'instructor' in the name -> SentenceTransformer handler"
+ST_NO_PROMPT = "encode(): SentenceTransformer.encode(texts, normalize_embeddings=True), no instruction or prompt"
+GEMMA_Q = "task: search result | query: "
+GEMMA_D = "title: none | text: "
+# the checkpoint's config_sentence_transformers.json prompts (as transformers' convert_gemma3_weights.py writes them;
+# the hub is not reachable here to re-read the file of revision 64614b0b)
+GEMMA_PROMPTS = "google/embeddinggemma-300m config_sentence_transformers.json prompts, default_prompt_name null"
 NO_CARD_DTYPE = "irgrid default (no card value): bf16 on GPU"
 
 
@@ -53,13 +64,12 @@ ENCODER_DECODER = [
         doc_template="Represent the Wikipedia document for retrieval: {text}",
         profiles={
             "paper": {
-                "query_template": paper("Represent the question: {text}", ENCODER_PY_OLD,
-                                        "INSTRUCTOR handler: encode([[instr, text]]) with models.py "
-                                        "instruction_tuned_retrievers['instructor']['query_instruction']"),
-                "doc_template": paper("Represent the document: {text}", ENCODER_PY_OLD,
-                                      "INSTRUCTOR handler with models.py ['instructor']['doc_instruction']"),
-                "doc_fields": paper(("text",), ENCODER_PY_OLD, "encode(): the INSTRUCTOR handler never gets titles"),
-                "dtype": paper("fp32", ENCODER_PY_OLD, "_load_model(): INSTRUCTOR(model) (fp32)"),
+                "query_template": Setting("{text}", code(ENCODER_PY, ST_ROUTE + "; " + ST_NO_PROMPT),
+                                          text="unified instructions (Section 3.3.3): 'Represent the question: '"),
+                "doc_template": Setting("{text}", code(ENCODER_PY, ST_ROUTE + "; " + ST_NO_PROMPT),
+                                        text="'Represent the document: '"),
+                "doc_fields": paper(("title", "text"), ENCODER_PY, ST_TITLES),
+                "dtype": paper("fp32", ENCODER_PY, ST_HANDLER),
             },
             "card": {"query_template": Setting("Represent the Wikipedia question for retrieving supporting "
                                                "documents: {text}", "INSTRUCTOR README / MTEB instructor_models"),
@@ -69,11 +79,13 @@ ENCODER_DECODER = [
                      "dtype": Setting("bf16", NO_CARD_DTYPE)},
         },
         citation="Su et al., Findings of ACL 2023",
-        notes="INSTRUCTOR mean-pools over the text tokens only (instruction excluded), then Dense + Normalize. Two "
-              f"paper-code versions: the paper profile follows the INSTRUCTOR handler of {ENCODER_PY_OLD} (unified "
-              f"instructions, text only; the paper's text, Section 3.3.3, describes unified prompts); the final "
-              f"{ENCODER_PY} routes 'instructor' to SentenceTransformer with no instruction and title + text; "
-              f"{UNVERIFIED}",
+        notes="INSTRUCTOR mean-pools over the text tokens only (instruction excluded), then Dense + Normalize; with "
+              f"no instruction (the release) every token is pooled. The paper profile follows the release: {ENCODER_PY} "
+              "routes 'instructor' to the SentenceTransformer handler (T5 encoder, mean pooling, Dense, Normalize "
+              "from the checkpoint's sentence-transformers folder; no instruction; title + text; fp32). Older "
+              f"version: {ENCODER_PY_OLD}'s INSTRUCTOR handler with models.py's unified instructions "
+              "('Represent the question: ' / 'Represent the document: ') on the text alone, as the paper's text "
+              f"(Section 3.3.3) describes; {UNVERIFIED}",
     ),
 ]
 
@@ -92,7 +104,8 @@ DECODER_ONLY = [
                                         "['query_instruction']"),
                 "query_pair": paper(True, LLM2VEC_PY, "encode(): payload [[instruction, text]] -> tokenizer(pairs)"),
                 "pool_prompt": paper(True, LLM2VEC_PY, "encode(): _mean_pool over the whole attention mask"),
-                "doc_fields": paper(("text",), LLM2VEC_PY, "run(): doc.get('text')"),
+                "doc_fields": paper(("title", "text"), LLM2VEC_PY, "run(): f\"{doc.get('title', '')} "
+                                                                   "{doc.get('text', '')}\".strip()"),
             },
             "card": {"query_template": Setting("Given a web search query, retrieve relevant passages that answer "
                                                "the query: {text}", "LLM2Vec README / MTEB llm2vec_models "
@@ -104,7 +117,8 @@ DECODER_ONLY = [
         citation="BehnamGhader et al., COLM 2024",
         notes="paper code (src/models/llm2vec.py): MNTP base at code revision 9d1613c4 + the supervised adapter "
               "McGill-NLP/LLM2Vec-Meta-Llama-31-8B-Instruct-mntp-supervised merged, bidirectional (remote code), mean "
-              "pooling, max 512, bf16; stage the merged weights under this id (IRGRID_MODELS)",
+              f"pooling, max 512, bf16; stage the merged weights under this id (IRGRID_MODELS). Older version: "
+              f"{LLM2VEC_PY_OLD} encoded the document text without its title",
     ),
     EncoderSpec(
         name="repllama",
@@ -185,25 +199,34 @@ DECODER_ONLY = [
         doc_template="{text}</s>",
         profiles={
             "paper": {
-                "query_template": paper("Given a question, retrieve passages that answer the question{text}</s>",
-                                        NVEMBED_PY, "encode(): model.encode(texts, instruction=models.py "
-                                        "generalist_embedders['nvembed']['query_instruction']) — the raw instruction "
-                                        "is prepended and the remote code appends the EOS"),
-                "query_max_length": paper(4096, NVEMBED_PY, "self.max_length = 4096"),
-                "doc_max_length": paper(4096, NVEMBED_PY, "self.max_length = 4096"),
-                "doc_fields": paper(("text",), NVEMBED_PY, "run(): doc.get('text')"),
+                "query_template": paper("Instruct: Given a question, retrieve passages that answer the question\n"
+                                        "Query: {text}</s>", NVEMBED_PY,
+                                        "encode(): instruction = _nv_instruction(models.py generalist_embedders"
+                                        "['nvembed']['query_instruction']) = f'Instruct: {instr}\\nQuery: '; "
+                                        "model.encode(texts, instruction=...) prepends it and appends the EOS"),
+                "query_max_length": paper(512, NVEMBED_PY, "self.max_length = 512 #32768"),
+                "doc_max_length": paper(512, NVEMBED_PY, "self.max_length = 512 #32768"),
+                "doc_fields": paper(("title", "text"), NVEMBED_PY, "run(): f\"{doc.get('title', '')} "
+                                                                   "{doc.get('text', '')}\".strip()"),
+                "prompt_mask_specials": paper(False, NVEMBED_PY, "encode(): model.encode(texts, instruction=...): "
+                                              "the checkpoint's encode masks len(tokenizer.tokenize(instruction)) "
+                                              "positions from position 0 (BOS included) out of the pooling"),
             },
             "card": {"query_template": Setting("Instruct: Given a question, retrieve passages that answer the "
                                                "question\nQuery: {text}</s>", "model card nvidia/NV-Embed-v2 "
                                                "(query_prefix 'Instruct: ...\\nQuery: ', EOS added by encode)"),
                      "query_max_length": Setting(32768, "model card usage example max_length=32768"),
                      "doc_max_length": Setting(32768, "model card usage example max_length=32768"),
-                     "doc_fields": Setting(("title", "text"), "MTEB retrieval corpus: title + ' ' + text")},
+                     "doc_fields": Setting(("title", "text"), "MTEB retrieval corpus: title + ' ' + text"),
+                     "prompt_mask_specials": Setting(True, "irgrid default kept: BOS and the instruction's tokens are "
+                                                           "left out of the pooling")},
         },
         citation="Lee et al., ICLR 2025",
         notes="Mistral-7B made bidirectional + latent-attention pooling (512 latents), mean over the text tokens "
               "(instruction masked), bf16; weights are read from the checkpoint's embedding_model.* and "
-              "latent_attention_model.* tensors by our own module (its remote code targets transformers 4)",
+              "latent_attention_model.* tensors by our own module (its remote code targets transformers 4). Older "
+              f"version: {NVEMBED_PY_OLD} sent the raw instruction (no 'Instruct: ... Query: '), max_length 4096, "
+              "documents text only",
     ),
     EncoderSpec(
         name="embeddinggemma",
@@ -215,11 +238,16 @@ DECODER_ONLY = [
         doc_sep=" | text: ", doc_empty="none",
         profiles={
             "paper": _st_paper(
-                query_template=paper("{text}", ENCODER_PY, "encode(): SentenceTransformer.encode without prompt "
-                                                           "(models.py gemma instructions are '')"),
-                doc_template=paper("{text}", ENCODER_PY, "encode(): SentenceTransformer.encode without prompt"),
-                doc_sep=paper(" ", ENCODER_PY, ST_TITLES),
-                doc_empty=paper("", ENCODER_PY, ST_TITLES)),
+                query_template=paper(GEMMA_Q + GEMMA_Q + "{text}", ENCODER_PY,
+                                     "encode(): 'gemma' branch: encode_query([f'task: search result | query: {text}']), "
+                                     "and sentence-transformers' encode_query prepends the checkpoint's 'query' "
+                                     f"prompt {GEMMA_Q!r} again ({GEMMA_PROMPTS})"),
+                doc_template=paper(GEMMA_D + "title: {text}", ENCODER_PY,
+                                   "encode(): 'gemma' branch: encode_document([f\"title: {title if title is not None "
+                                   "else 'none'} | text: {text}\"]), and encode_document prepends the checkpoint's "
+                                   f"'document' prompt {GEMMA_D!r} again ({GEMMA_PROMPTS})"),
+                doc_sep=paper(" | text: ", ENCODER_PY, "encode(): 'gemma' branch: 'title: {title} | text: {text}'"),
+                doc_empty=paper("none", ENCODER_PY, "encode(): 'gemma' branch: title 'none' when None")),
             "card": {"query_template": Setting("task: search result | query: {text}",
                                                "model card google/embeddinggemma-300m (prompts)"),
                      "doc_template": Setting("title: {text}", "MTEB google_embeddinggemma.py: 'title: {title} | text: "
@@ -229,7 +257,14 @@ DECODER_ONLY = [
                      "dtype": Setting("bf16", "model card: bf16 or fp32 (no fp16)")},
         },
         citation="Vera et al., 2025 (EmbeddingGemma)",
-        notes="bidirectional Gemma 3, mean pooling, Dense 768->3072->768, Normalize",
+        notes="bidirectional Gemma 3, mean pooling, Dense 768->3072->768, Normalize. The release formats queries and "
+              "documents itself and calls encode_query / encode_document, which add the checkpoint's own prompts "
+              "a second time (the 'query' prompt, and the first of 'document', 'passage', 'corpus', when no prompt "
+              "is passed: read in sentence-transformers 6.3; the release pins 5.1.2 in "
+              "requirements/requirements_new.txt@0ed0bf9, whose encode_query / encode_document, new in 5.0, are "
+              "documented the same way): the paper profile sends both. doc_empty also stands for an empty (not None) "
+              f"title or text, where the release writes it as is. Older version: {ENCODER_PY_F8} encoded without "
+              "prompts (title + ' ' + text)",
     ),
     EncoderSpec(
         name="kalm-embedding-v2.5",

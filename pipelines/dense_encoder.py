@@ -10,12 +10,25 @@ setting naming the repository file it comes from (`irgrid.core.paper_code`). Rev
 from __future__ import annotations
 
 from irgrid.core.modelref import ModelRef
-from irgrid.core.paper_code import ENCODER_PY, GENERIC_TITLES, MODELS_PY, REQUIREMENTS_OLD, generic, paper
+from irgrid.core.paper_code import (
+    ENCODER_PY,
+    ENCODER_PY_F8,
+    GENERIC_TITLES,
+    MODELS_PY,
+    REQUIREMENTS_OLD,
+    code,
+    generic,
+    paper,
+)
 from irgrid.core.profiles import Setting
 from irgrid.dense.entry import dense_retriever
 from irgrid.dense.spec import EncoderSpec
 
 UNVERIFIED = "revision unverified offline (not in MTEB's registry): left unpinned"
+JINA_Q = "Represent the query for retrieving evidence documents: {text}"
+JINA_D = "Represent the document for retrieval: {text}"
+JINA_TASK = ("encode(): if dataset_id == 'irds:beir/arguana': model.encode(texts) (no task); else "
+             "model.encode(texts, task='retrieval.query' | 'retrieval.passage')")
 NO_CARD_DTYPE = "irgrid default (no card value): bf16 on GPU"
 POOLER = ("*pooler.*",)  # BERT-family pooler heads: unused by CLS/mean pooling; some checkpoints ship none
 
@@ -197,7 +210,8 @@ SPECS = [
             "paper": {
                 "query_template": paper("{text}", ENCODER_PY, "encode(): FlagModel.encode(texts) for queries too — the "
                                                               "retrieval instruction is only added by encode_queries"),
-                "doc_fields": paper(("text",), ENCODER_PY, "encode(): the FlagEmbedding branch never gets titles"),
+                "doc_fields": paper(("title", "text"), ENCODER_PY, "encode(): flag_embedding branch, documents "
+                                                                   "f'{title} {text}' when titles are given"),
                 "dtype": paper("fp16", REQUIREMENTS_OLD, "FlagEmbedding==1.3.5, whose FlagModel defaults to "
                                                          "use_fp16=True (dense_encoder.py passes none)"),
             },
@@ -208,7 +222,8 @@ SPECS = [
         },
         citation="Xiao et al., SIGIR 2024 (C-Pack)",
         notes="CLS, normalised, 512 (FlagModel defaults); the paper code's FlagModel is built with the retrieval "
-              "instruction but plain encode() never adds it",
+              f"instruction but plain encode() never adds it. Older version: {ENCODER_PY_F8} encoded the text "
+              "without its title",
     ),
     EncoderSpec(
         name="jina-embeddings-v3",
@@ -216,17 +231,29 @@ SPECS = [
                              arch="jina-embeddings-v3"),
         pooling="mean", normalize=True, similarity="cos", query_max_length=8192, doc_max_length=8192,
         adapters=("retrieval.query", "retrieval.passage"), trust_remote_code=True,
-        query_template="Represent the query for retrieving evidence documents: {text}",
-        doc_template="Represent the document for retrieval: {text}",
+        query_template=JINA_Q, doc_template=JINA_D,
         profiles={
             "paper": {"dtype": paper("fp32", ENCODER_PY, "_load_manual_transformer(): fp32 AutoModel; the Jina "
-                                                         "branch calls model.encode(task=...) without autocast")},
-            "card": _dtype_card(),
+                                                         "branch calls model.encode(task=...) without autocast"),
+                      # on ArguAna the release calls model.encode(texts) with no task: no LoRA adapter, no
+                      # task instruction (the checkpoint's encode adds an instruction only for a task)
+                      **{k: Setting(v, code(ENCODER_PY, JINA_TASK), per_dataset={"beir/arguana": none})
+                         for k, v, none in (("adapters", ("retrieval.query", "retrieval.passage"), None),
+                                            ("query_template", JINA_Q, "{text}"),
+                                            ("doc_template", JINA_D, "{text}"))}},
+            "card": {**_dtype_card(),
+                     "adapters": Setting(("retrieval.query", "retrieval.passage"), "model card jinaai/jina-embeddings"
+                                         "-v3: encode(task='retrieval.query' | 'retrieval.passage')"),
+                     "query_template": Setting(JINA_Q, "jina-embeddings-v3 custom_st.py / config_sentence_"
+                                                       "transformers: retrieval.query instruction"),
+                     "doc_template": Setting(JINA_D, "jina-embeddings-v3: retrieval.passage instruction")},
         },
         citation="Sturua et al., ECIR 2025",
-        notes="card and paper code agree: task LoRA adapters retrieval.query / retrieval.passage with their "
-              f"instructions ({ENCODER_PY}: encode(task='retrieval.query'|'retrieval.passage')), mean pooling, "
-              "documents title + text; the real checkpoint must expose `set_adapter` (PEFT adapters) or loading fails",
+        notes="card and paper code agree except on ArguAna: task LoRA adapters retrieval.query / retrieval.passage "
+              f"with their instructions ({ENCODER_PY}: encode(task='retrieval.query'|'retrieval.passage')), mean "
+              "pooling, documents title + text; on beir/arguana the release passes no task (no adapter, no "
+              f"instruction; {ENCODER_PY_F8} used the retrieval tasks everywhere). The real checkpoint must expose "
+              "`set_adapter` (PEFT adapters) or loading fails",
     ),
     EncoderSpec(
         name="nomic-embed-v1.5",

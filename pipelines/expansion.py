@@ -14,8 +14,10 @@ from typing import Any
 from irgrid.pipelines import sparse
 from irgrid.pipelines.sparse import LUCENE_FLAT, build_lucene, open_lucene
 
+from irgrid.core import paper_code
 from irgrid.core.generation_prompts import Prompt
 from irgrid.core.modelref import ModelRef
+from irgrid.core.paper_code import code
 from irgrid.core.profiles import Setting
 from irgrid.core.retrievers import (
     RETRIEVERS,
@@ -43,8 +45,8 @@ QUERY2DOC_PROMPT = Prompt("Write a passage that answers the given query:\n\nQuer
 HYDE_PROMPT = Prompt("Please write a passage to answer the question.\nQuestion: {query}\nPassage:",
                      source="Gao et al. 2023, HyDE, web search prompt (texttron/hyde src/hyde/promptor.py)")
 # the paper's code: one system + user prompt for both HyDE and query2doc
-REPO = "valentinsvelev/retriever-evaluation:"
-DENSE_PY = REPO + "src/encoders/dense_encoder.py"
+DENSE_PY = code(paper_code.ENCODER_PY)
+RUN_PY = code(paper_code.RUN_PY)
 PAPER_SYSTEM = (
     "You are a retrieval-focused assistant. Given a query, you write a *self-contained*, factual passage that "
     "could appear in a document relevant to that query.\n\nRequirements:\n- Do NOT mention that you are an "
@@ -63,7 +65,7 @@ PAPER_GENERATION = {
     "max_new_tokens": Setting(256, f"{_GEN}: model.generate(max_new_tokens=256)"),
     "max_input_length": Setting(768, f"{_GEN}: tokenizer(..., truncation=True, max_length=768)"),
 }
-# query2doc's own generator in the paper's code (f8a7b63): another system message (its "query:." is verbatim),
+# query2doc's own generator in the release: another system message (its "query:." is verbatim),
 # the same user message, T=1 sampling, 128 new tokens
 _Q2D = f"{DENSE_PY} generate_pseudo_docs_for_query_expansion"
 QUERY2DOC_PAPER_SYSTEM = (
@@ -121,7 +123,8 @@ def bm25_query(index, ctx: QueryContext):
 SAMPLING_TOP_K = {"top_k": (int, 0, None)}
 D2Q_DOC_OPTIONS = ("num_samples", "input_max_length", "max_length", "do_sample", "top_k", "top_p", "batch_size",
                    "seed")
-D2Q_PY = REPO + "src/encoders/sparse_encoder.py"
+D2Q_PY = code(paper_code.SPARSE_ENCODER_PY)
+_D2Q = f"{D2Q_PY} SparseEncoder.encode(): worker_kwargs for doc2query ->"
 
 
 def make_doct5query(options: Mapping[str, Any]) -> Retriever:
@@ -135,23 +138,24 @@ def make_doct5query(options: Mapping[str, Any]) -> Retriever:
         derive=make_doct5query, derive_options=D2Q_DOC_OPTIONS, profiles=DOCT5QUERY_PROFILES,
         option_types=SAMPLING_TOP_K, swappable=("generator",),
         reference=f"Nogueira & Lin 2019; 3 generated queries per document appended, BM25 0.9/0.4 (the paper, "
-                  f"Section 3.3.3); checkpoint from the paper's README. The paper's code truncates documents to "
-                  f"512 tokens (src/run.py build_d2q_docs call; {D2Q_PY} defaults to 320, as the card) and "
-                  f"generates from the document text without its title (src/run_v2.py passes docs_df['text']): "
-                  f"irgrid's documents are title + text in both profiles (document fields are a dataset setting)",
+                  f"Section 3.3.3); checkpoint from the paper's README. The release generates from title + ' ' + "
+                  f"text truncated to 320 tokens ({D2Q_PY} _worker_doc2query on the corpus of "
+                  f"{paper_code.MISC_PY} prepare_pyserini_corpus), as irgrid in both profiles. Older version: "
+                  f"{paper_code.RUN_V2_PY} build_d2q_docs(max_input_len=512) on the documents' DataFrame",
     )
 
 
 DOCT5QUERY_PROFILES = {
     "paper": {
-        "input_max_length": Setting(512, f"{REPO}src/run.py build_d2q_docs(max_input_len=512) (and src/run_v2.py)"),
-        "max_length": Setting(64, f"{REPO}src/run.py build_d2q_docs(max_query_len=64) -> generate(max_length=64)"),
-        "num_samples": Setting(3, f"{REPO}src/run.py build_d2q_docs(queries_per_doc=3)"),
-        "do_sample": Setting(True, f"{REPO}src/run.py build_d2q_docs(do_sample=True)"),
-        "top_k": Setting(10, f"{REPO}src/run.py build_d2q_docs(top_k=10)"),
-        "top_p": Setting(None, f"{D2Q_PY} _worker_doc2query / _doc2query_worker: no top_p"),
-        "k1": Setting(0.9, f"{REPO}src/run.py: searcher.set_bm25(k1=0.9, b=0.4) for doc2query"),
-        "b": Setting(0.4, f"{REPO}src/run.py: searcher.set_bm25(k1=0.9, b=0.4)"),
+        "input_max_length": Setting(320, f"{_D2Q} 'max_input_len': 320 (t5_tokenizer(..., max_length=320, "
+                                         f"truncation=True) on title + ' ' + text)"),
+        "max_length": Setting(64, f"{_D2Q} 'max_query_len': 64 -> generate(max_length=64)"),
+        "num_samples": Setting(3, f"{_D2Q} 'queries_per_doc': 3"),
+        "do_sample": Setting(True, f"{_D2Q} 'do_sample': True"),
+        "top_k": Setting(10, f"{_D2Q} 'top_k': 10"),
+        "top_p": Setting(None, f"{D2Q_PY} _worker_doc2query: generate() without top_p"),
+        "k1": Setting(0.9, f"{RUN_PY} run(): searcher.set_bm25(k1=0.9, b=0.4) for doc2query"),
+        "b": Setting(0.4, f"{RUN_PY} run(): searcher.set_bm25(k1=0.9, b=0.4)"),
     },
     "card": {
         "input_max_length": Setting(320, "doc2query/msmarco-t5-base-v1 model card: input truncated to 320 word "
@@ -180,8 +184,10 @@ def query2doc_query(index, ctx: QueryContext):
 
 QUERY2DOC_PROFILES = {
     "paper": {**QUERY2DOC_PAPER_GENERATION,
-              "k1": Setting(0.9, f"{REPO}src/run.py: Lucene BM25 searcher.set_bm25(k1=0.9, b=0.4)"),
-              "b": Setting(0.4, f"{REPO}src/run.py: searcher.set_bm25(k1=0.9, b=0.4)")},
+              "repeats": Setting(5, f"{RUN_PY} make_q_plus(q, pseudo, repeat=5): the query 5 times, then the "
+                                    f"pseudo-document"),
+              "k1": Setting(0.9, f"{RUN_PY} run() query2doc branch: searcher.set_bm25(k1=0.9, b=0.4)"),
+              "b": Setting(0.4, f"{RUN_PY} run() query2doc branch: searcher.set_bm25(k1=0.9, b=0.4)")},
     "card": {
         "prompt": Setting(QUERY2DOC_PROMPT.template, QUERY2DOC_PROMPT.source),
         "system_prompt": Setting(None, "Wang et al. 2023: a single prompt, no system message"),
@@ -203,12 +209,10 @@ register(Retriever(
     options={"k1": 0.9, "b": 0.4, "num_results": 1000, "repeats": 5, **GEN_OPTIONS}, extra="expansion",
     profiles=QUERY2DOC_PROFILES, option_types=SAMPLING_TOP_K, swappable=("generator",),
     reference=f"Wang et al. 2023; q+ = query ×5 + pseudo-document, BM25 (shares the bm25 index); "
-              f"prompt: {QUERY2DOC_PROMPT.source}; generator Qwen2.5-7B-Instruct as in the paper. The paper's code "
-              f"has a generator for query2doc, generate_pseudo_docs_for_query_expansion ({DENSE_PY}: its own system "
-              f"message, T=1 sampling, 128 new tokens), which the paper profile follows; but no stored run file "
-              f"calls it (src/run.py and src/run_v2.py have no query2doc branch), so whether query2doc reused "
-              f"HyDE's generations (generate_docs_for_query_expansion: T=0.7, 256 tokens) cannot be settled, nor "
-              f"how the expanded query was formed: both profiles repeat the query 5 times (Wang et al.). "
+              f"prompt: {QUERY2DOC_PROMPT.source}; generator Qwen2.5-7B-Instruct as in the paper. The release's "
+              f"{RUN_PY} has a query2doc branch: generate_pseudo_docs_for_query_expansion ({DENSE_PY}: its own "
+              f"system message, T=1 sampling, 128 new tokens), then make_q_plus (the query 5 times + the "
+              f"pseudo-document) searched with BM25 0.9/0.4 over the bm25 index; the paper profile follows it. "
               f"Generation dtype: fp16 in the paper's code, bf16 here",
 ))
 
@@ -264,7 +268,7 @@ HYDE_OPTIONS = {**GEN_OPTIONS, "prompt": HYDE_PROMPT.template, "do_sample": True
                 "top_k": 0, "max_new_tokens": 512}
 HYDE_PROFILES = {
     "paper": {**PAPER_GENERATION,
-              "encoder_profile": Setting("paper", f"{REPO}src/run.py model_key == 'hyde': DenseEncoder("
+              "encoder_profile": Setting("paper", f"{RUN_PY} model_key == 'hyde': DenseEncoder("
                                                   f"'facebook/contriever-msmarco', MODELS['contriever']), the "
                                                   f"paper's Contriever settings")},
     "card": {
@@ -305,7 +309,7 @@ def make_hyde(options: Mapping[str, Any]) -> Retriever:
         reference=f"Gao et al. 2023; hypothetical document from Qwen2.5-7B-Instruct (the paper), averaged with the "
                   f"query embedding, over the {dense.name} index (shared); prompt: {HYDE_PROMPT.source}. HyDE's "
                   f"repository averages 8 sampled documents (n=8); irgrid generates one in both profiles, as the "
-                  f"paper's code (0.5 * (q + d), src/run.py)",
+                  f"paper's code (0.5 * (q + d), {paper_code.RUN_PY})",
     )
 
 

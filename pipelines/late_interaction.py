@@ -8,10 +8,12 @@ a PLAID-structured index (k-means centroids, candidate generation from the `ncel
 token, exact MaxSim over fp16 token vectors). It does not apply PLAID's residual compression (2 bits in the paper),
 so its scores are exact MaxSim rather than PLAID's approximation.
 
-Defaults follow ColBERT's own settings for k >= 1000 (card profile); the paper profile follows the paper's
-`src/models/colbert.py` (the official ColBERT, named by the repository's README as what ran; an older RAGatouille
-variant, src/models/colbert_ragatouille.py, did not produce the tables). `ncells` may be a rule on the
-corpus size ([[more_than_docs, value], ...]), resolved against the opened index.
+Defaults follow ColBERT's own settings for k >= 1000 (card profile); the paper profile follows the release's
+`src/models/colbert.py@4bedb75` (the official ColBERT), which the release's README names as what reproduces
+ColBERTv2. The release's `src/run.py` still has a `colbert` branch importing src/models/colbert_ragatouille.py
+(RAGatouille, queries prefixed "query: ", text only), but no run script of the release reaches it for the tables:
+the README sends ColBERTv2 to colbert.py, whose per-dataset query lengths and PLAID settings the profile follows.
+`ncells` may be a rule on the corpus size ([[more_than_docs, value], ...]), resolved against the opened index.
 
 PLAID's `ndocs` (how many candidates its centroid-interaction stage keeps before exact scoring) is no option here:
 irgrid scores every candidate of the probed cells exactly, so it would change cache keys and nothing else. The
@@ -22,7 +24,7 @@ MS MARCO's ncells · 2^14; ColBERT's own default for k >= 1000: 4096 (SEARCHER).
 from __future__ import annotations
 
 from irgrid.core.modelref import ModelRef
-from irgrid.core.paper_code import COLBERT_PY, paper
+from irgrid.core.paper_code import COLBERT_PY, RUN_PY, code, paper
 from irgrid.core.profiles import Setting
 from irgrid.dense.entry import dense_retriever
 from irgrid.dense.spec import EncoderSpec
@@ -41,17 +43,23 @@ COLBERTV2 = EncoderSpec(
         "paper": {
             "doc_max_length": paper(300, COLBERT_PY, "run_colbert(): ColBERTConfig(doc_maxlen=300)"),
             "ncells": paper([[4_999_999, 4], [0, 2]], COLBERT_PY, GET_ARGS),
+            "query_max_length": Setting(32, code(COLBERT_PY, "run_colbert(): query_maxlen = 32; 300 if 'arguana' in "
+                                                              "dataset_label; 64 if 'climate-fever' in dataset_label"),
+                                        per_dataset={"beir/arguana": 300, "beir/climate-fever": 64}),
         },
         "card": {
+            "query_max_length": Setting(32, "colbert-ir/colbertv2.0 artifact query_maxlen 32 (ColBERT's default)"),
             "doc_max_length": Setting(180, "MTEB colbert_models max_tokens 180 / colbertv2.0 artifact doc_maxlen"),
             "ncells": Setting(4, SEARCHER),
         },
     },
     citation="Santhanam et al., NAACL 2022; colbert-ir/colbertv2.0 (revision from MTEB's registry)",
     notes="query_maxlen 32 with [MASK] augmentation, 128-d normalised token vectors, MaxSim, k-means 4 iterations "
-          f"(paper and ours, {COLBERT_PY} ColBERTConfig(kmeans_niters=4)); documents title + text. Not reproduced: "
-          "the paper's 2-bit residual compression (nbits=2), its per-dataset query_maxlen (ArguAna 300, "
-          "Climate-FEVER 64) and PLAID's ndocs candidate cap (paper: ncells * 2^13 above 5M documents, else "
+          f"(paper and ours, {COLBERT_PY} ColBERTConfig(kmeans_niters=4)); documents title + text; the paper profile "
+          "runs the release's per-dataset query_maxlen (ArguAna 300, Climate-FEVER 64, else 32). Not followed: "
+          f"{RUN_PY}'s colbert branch (src/models/colbert_ragatouille.py, 'query: ' prefix; the README names "
+          "colbert.py). Not reproduced: the paper's 2-bit residual compression (nbits=2) and PLAID's ndocs "
+          "candidate cap (paper: ncells * 2^13 above 5M documents, else "
           f"ncells * 2^12, MS MARCO ncells * 2^14, {COLBERT_PY} {GET_ARGS}): every candidate of the probed cells "
           "is scored exactly",
 )

@@ -14,7 +14,9 @@ import functools
 from irgrid.pipelines import sparse
 from irgrid.pipelines.sparse import build_lucene, open_lucene
 
+from irgrid.core import paper_code
 from irgrid.core.modelref import ModelRef
+from irgrid.core.paper_code import code
 from irgrid.core.profiles import Setting
 from irgrid.core.retrievers import BuildContext, DocStage, IndexRecipe, QueryContext, Retriever, register
 from irgrid.models.cache import cached_model
@@ -142,11 +144,20 @@ def open_impact_pisa(path, params, models):
 
 
 # -- query sides -------------------------------------------------------------------------------------------------
+def _quantized(index, num_results: int):
+    """PISA's dot-product retrieval; its [info] lines (it writes the block-max data on first use) are silenced
+    in the Python API as in the CLI."""
+    from irgrid.core.console import quiet_native
+
+    with quiet_native(f"opening the PISA index {index.path}"):
+        return index.quantized(num_results=num_results)
+
+
 def splade_query(index, ctx: QueryContext):
     from irgrid.sparse.splade import MaxFirstSpladeEncoder
 
     encoder = MaxFirstSpladeEncoder(_splade(ctx.models, ctx.options, ctx.device), "q", batch_size=64, scale=100.0)
-    return encoder >> index.quantized(num_results=ctx.options["num_results"])
+    return encoder >> _quantized(index, ctx.options["num_results"])
 
 
 def unicoil_query(index, ctx: QueryContext):
@@ -156,7 +167,7 @@ def unicoil_query(index, ctx: QueryContext):
     model = load_unicoil(enc.location, _revision(enc), ctx.device, _tiny(enc), _allowed(o, "query")["allow_unexpected"])
     return UniCoilEncoder(model, "q", batch_size=64, max_length=int(o["query_max_length"]),
                           aggregate=o["query_aggregate"], keep_sep=bool(o["keep_sep"])) >> \
-        index.quantized(num_results=o["num_results"])
+        _quantized(index, o["num_results"])
 
 
 def sparta_query(index, ctx: QueryContext):
@@ -165,7 +176,7 @@ def sparta_query(index, ctx: QueryContext):
     enc, o = ctx.models["encoder"], ctx.options
     tokenizer, _ = load_encoder(enc.location, _revision(enc), ctx.device, _allowed(o, "encoder")["allow_unexpected"])
     return QueryTokens(tokenizer, unique=bool(o["query_unique"]), max_tokens=o["query_max_tokens"]) >> \
-        index.quantized(num_results=o["num_results"])
+        _quantized(index, o["num_results"])
 
 
 def bm25_query(index, ctx: QueryContext):
@@ -240,11 +251,10 @@ def S(value, source: str) -> Setting:  # noqa: N802  (short for the many setting
     return Setting(value, source)
 
 
-REPO = "valentinsvelev/retriever-evaluation:"
-ENCODER_PY = REPO + "src/encoders/sparse_encoder.py"
-SPARTA_PY = REPO + "src/models/sparta.py"
-RUN_PY = REPO + "src/run.py"
-LUCENE_PY = REPO + "src/indexing/lucene_indexer.py"
+ENCODER_PY = code(paper_code.SPARSE_ENCODER_PY)
+SPARTA_PY = code(paper_code.SPARTA_PY)
+RUN_PY = code(paper_code.RUN_PY)
+LUCENE_PY = code(paper_code.LUCENE_PY)
 PYSERINI_UNICOIL = "castorini/pyserini pyserini/encode/_unicoil.py"
 ANSERINI_TRUNC = (f"{LUCENE_PY} (JsonVectorCollection --impact --pretokenized: Anserini casts each float weight "
                   f"to an integer term frequency) with {SPARTA_PY} writing unscaled float weights")
@@ -258,8 +268,8 @@ DEEPCT = ModelRef("macavaney/deepct", arch="bert-token-regression")
 # -- SPLADE ------------------------------------------------------------------------------------------------------
 SPLADE_PAPER = {
     "rounding": S("round", f"{ENCODER_PY} _quantize_pairs: int(round(w * scale))"),
-    "top_k": S(256, f"{ENCODER_PY} _quantize_pairs(topn=256) and encode(): 'topn': 256 for splade (the paper's "
-                    f"text, Section 3.3.2, says 512)"),
+    "top_k": Setting(256, f"{ENCODER_PY} _quantize_pairs(topn=256) and encode(): 'topn': 256 for splade",
+                     text="the top 512 terms (Section 3.3.2)"),
     "scale": S(100.0, f"{ENCODER_PY} encode(): 'scale': 100 for splade"),
 }
 sparse_entry(SparseSpec(
@@ -383,15 +393,17 @@ sparse_entry(SparseSpec(
              "k1": 10.0, "b": 0.9, "strict": {}},
     profiles={
         "paper": {
-            "activation": S("sigmoid", f"{ENCODER_PY} _worker_deepct: prob = 1 / (1 + exp(-s))"),
+            "activation": Setting("sigmoid", f"{ENCODER_PY} _worker_deepct: prob = 1 / (1 + exp(-s))",
+                                  text="the regression output x 100 (Section 3.3.2)"),
             "cap": S(20, f"{ENCODER_PY} _worker_deepct: tf = min(tf, max_tf), encode(): 'max_tf': 20"),
             "aggregate": S("each", f"{ENCODER_PY} _worker_deepct: every word occurrence is repeated tf times"),
             "keep_text_if_empty": S(True, f"{ENCODER_PY} _worker_deepct: original text when no word has tf > 0"),
             "scale": S(100.0, f"{ENCODER_PY} encode(): 'scale': 100.0"),
             "rounding": S("round", f"{ENCODER_PY} _worker_deepct: int(round(scale * prob))"),
             "max_length": S(512, f"{ENCODER_PY} encode(): 'max_seq_len': 512"),
-            "k1": S(0.9, f"{RUN_PY}: searcher.set_bm25(k1=0.9, b=0.4) for bm25, doc2query and deepct"),
-            "b": S(0.4, f"{RUN_PY}: searcher.set_bm25(k1=0.9, b=0.4)"),
+            "k1": S(10.0, f"{RUN_PY} run(): k1, b = 10, 0.9 for deepct (comment: from Thakur's DeepCT README); "
+                          f"searcher.set_bm25(k1=k1, b=b)"),
+            "b": S(0.9, f"{RUN_PY} run(): k1, b = 10, 0.9 for deepct"),
         },
         "card": {
             "activation": S("identity", "Dai & Callan 2020 (SIGIR): the regression output is the term weight"),
@@ -401,13 +413,16 @@ sparse_entry(SparseSpec(
             "scale": S(100.0, "Dai & Callan 2020 (×100), as the paper's text, Section 3.3.2"),
             "rounding": S("round", "Dai & Callan 2020: tf = round(weight × 100)"),
             "max_length": S(512, "BERT's 512-token input (irgrid default kept; DeepCT trained on passages)"),
-            "k1": S(10.0, "the paper's text, Section 3.3.2 (DeepCT's original hyperparameters, per Section 4.1)"),
-            "b": S(0.9, "the paper's text, Section 3.3.2"),
+            "k1": S(10.0, "Dai & Callan 2020 / thakur-nandan/DeepCT README (BM25 k1=10, b=0.9); the paper's text, "
+                          "Section 3.3.2"),
+            "b": S(0.9, "Dai & Callan 2020 / thakur-nandan/DeepCT README; the paper's text, Section 3.3.2"),
         },
     },
     paper_name="DeepCT", version=2,
     reference=f"Dai & Callan 2020 (SIGIR); macavaney/deepct is a port of the authors' weights; {PAPER}; "
-              f"{UNPINNED}. Paper text vs code: the text says weights ×100 and BM25 k1=10, b=0.9; the code "
-              f"({ENCODER_PY}, {RUN_PY}) applies a sigmoid, caps tf at 20, repeats every occurrence and searches "
-              f"with BM25 k1=0.9, b=0.4. The paper profile follows the code",
+              f"{UNPINNED}. Paper text vs code: the text says weights ×100 and BM25 k1=10, b=0.9; the release's "
+              f"code ({ENCODER_PY}) applies a sigmoid, caps tf at 20 and repeats every occurrence, and searches "
+              f"with BM25 k1=10, b=0.9 ({RUN_PY}, as the text). The paper profile follows the release. Older "
+              f"version: {paper_code.RUN_PY_OLD} searched DeepCT with k1=0.9, b=0.4. Documents: title + ' ' + text "
+              f"({paper_code.MISC_PY} prepare_pyserini_corpus)",
 ))

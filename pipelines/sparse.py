@@ -52,8 +52,12 @@ def open_lucene_pisa(path, params, models):
 def bm25_query(index, ctx: QueryContext):
     """BM25 with the entry's k1, b and num_results over a lexical index: the one implementation (docT5query and
     DeepCT delegate to it)."""
+    from irgrid.core.console import quiet_native
+
     o = ctx.options
-    return index.bm25(k1=o["k1"], b=o["b"], num_results=o["num_results"])
+    # PISA writes per-parameter files on first use with ~10 [info] lines: silenced in the Python API as in the CLI
+    with quiet_native(f"opening {index!r} for BM25"):
+        return index.bm25(k1=o["k1"], b=o["b"], num_results=o["num_results"])
 
 
 # Anserini's default analysis (Porter stemming, Lucene's English stopwords) over "flat" title + text.
@@ -71,7 +75,7 @@ LUCENE_PISA = IndexRecipe(
 BM25_OPTIONS = {"k1": 0.9, "b": 0.4, "num_results": 1000}
 
 # `bm25`'s two profiles agree (one index, one run cache): title + text in one field, BM25 k1=0.9 b=0.4.
-_PAPER_RUN = "valentinsvelev/retriever-evaluation:src/run.py: LuceneSearcher ... searcher.set_bm25(k1=0.9, b=0.4)"
+_PAPER_RUN = "valentinsvelev/retriever-evaluation:src/run.py@4bedb75 LuceneSearcher ... searcher.set_bm25(k1=0.9, b=0.4)"
 BM25_PROFILES = {
     "paper": {"k1": Setting(0.9, _PAPER_RUN), "b": Setting(0.4, _PAPER_RUN)},
     "card": {"k1": Setting(0.9, "Pyserini 2CR beir.yaml (flat index): Lucene BM25 k1=0.9"),

@@ -45,14 +45,78 @@ def retriever(name: str) -> Retriever:
     return get(name)
 
 
-def pipeline(entry: str | Retriever, dataset: Any = None, **kwargs: Any) -> Any:
-    """A retriever built for a dataset (its index built or reused from the cache) as a PyTerrier transformer:
-    for scripts and notebooks. `irgrid.retriever(name).pipeline(dataset)` is the same call."""
+def pipeline(entry: str | Retriever, dataset: Any = None, names: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+    """A PyTerrier transformer for a dataset, for scripts and notebooks: a registry entry's first-stage retriever
+    (its index built or reused from the cache; `irgrid.retriever(name).pipeline(dataset)` is the same call), or a
+    pipeline expression of the experiment-file grammar, e.g. `irgrid.pipeline("bm25 % 100 >> all-minilm-l6-v2",
+    "beir/scifact/test")`: the very transformer the item `{as: x, pipeline: "..."}` runs (same stages, cache keys
+    and latency accounting; in `irgrid.run(..., extra={"x": it})` it is that item's cell, no key needed).
+    `names` gives an expression the file's own `as:` names: `names={"casc": irgrid.pipeline("bm25 % 100 >> ...",
+    ds), "k12": irgrid.retriever("bm25").with_options(k1=1.2)}`, then `irgrid.pipeline("casc % 10", ds, names)`."""
     from irgrid.core import settings
     from irgrid.runner.cell import build_pipeline
 
     settings.use_irds_home()
-    return build_pipeline(retriever(entry) if isinstance(entry, str) else entry, dataset, **kwargs)
+
+    if isinstance(entry, str):
+        from irgrid.core.registry import UnknownNameError
+        from irgrid.runner import expressions
+
+        named = {n: getattr(p, "expression", p) for n, p in (names or {}).items()}
+        try:
+            entry = named[entry] if entry in named else retriever(entry)
+        except UnknownNameError:
+            tree = expressions.parse(entry)
+            if isinstance(tree, expressions.Ref):
+                raise
+            entry = expressions.expression(entry, named=named)
+    return build_pipeline(entry, dataset, **kwargs)
+
+
+def dataset(item: str | dict[str, Any], base: Any = ".") -> Any:
+    """A dataset as an experiment file's `datasets:` / `collections:` item gives it: a name (`beir/scifact/test`,
+    `vaswani@q20s1` for a query sample), `{name, queries, seed}`, or a bring-your-own collection
+    `{name, docs, topics, qrels, ...}` (paths relative to `base`). Pass it wherever a dataset name goes."""
+    from pathlib import Path
+
+    from irgrid.data import byo
+    from irgrid.runner.cell import dataset_of
+    from irgrid.runner.experiment import ExperimentError, _dataset
+
+    if isinstance(item, dict) and "docs" in item:
+        try:
+            return byo.build(item, Path(base).resolve(), "irgrid.dataset()")
+        except byo.CollectionError as e:
+            raise ExperimentError(str(e)) from None
+    if isinstance(item, dict):
+        return _dataset(item, "irgrid.dataset()", lambda name, where: dataset_of(name), "<python>")
+    return dataset_of(item)
+
+
+def __getattr__(name: str) -> Any:
+    """Public transformers and scorer registry, imported on first use (`import irgrid` stays light):
+    `PerQueryMinMax` (the normalisation of the grammar's `+`), `rrf` (pyterrier-alpha's RRFusion, the grammar's
+    `rrf(...)`), `register_scorer` / `SCORERS` (query builder -> scorer factory: what can sit after `>>`)."""
+    if name == "PerQueryMinMax":
+        from irgrid.runner.transforms import PerQueryMinMax
+
+        return PerQueryMinMax
+    if name == "rrf":
+        return _rrf
+    if name in ("register_scorer", "SCORERS", "can_score"):
+        from irgrid.runner import expressions, roles
+
+        expressions._ensure_scorers()
+        return {"register_scorer": expressions.register_scorer, "SCORERS": expressions.SCORERS,
+                "can_score": roles.can_score}[name]
+    raise AttributeError(f"module 'irgrid' has no attribute {name!r}")
+
+
+def _rrf(*pipelines: Any, k: int = 60, num_results: int = 1000) -> Any:
+    """Reciprocal rank fusion of first stages, as the grammar's `rrf(a, b, k=60, num_results=1000)`."""
+    from pyterrier_alpha import RRFusion
+
+    return RRFusion(*pipelines, k=k, num_results=num_results)
 
 
 def list_retrievers() -> list[Retriever]:
@@ -62,4 +126,5 @@ def list_retrievers() -> list[Retriever]:
     return list(RETRIEVERS)
 
 
-__all__ = ["run", "retriever", "pipeline", "list_retrievers", "Error", "__version__"]
+__all__ = ["run", "retriever", "pipeline", "dataset", "list_retrievers", "PerQueryMinMax", "rrf", "register_scorer",
+           "SCORERS", "can_score", "Error", "__version__"]

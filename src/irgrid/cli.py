@@ -34,13 +34,19 @@ def _shown(value) -> str:
     return str(value)
 
 
-def cmd_profiles(entries, fmt: str) -> int:
-    """Each entry's `paper` vs `card` settings where they differ, side by side with their sources."""
-    from irgrid.core.profiles import differences
+def cmd_profiles(entries, fmt: str, agreeing: bool = False) -> int:
+    """Each entry's `paper` vs `card` settings where they differ (`agreeing`: all of them), side by side with their
+    sources; per-dataset values as rows 'setting [dataset]'; where the paper's text differs from the code, a note."""
+    from irgrid.core.profiles import differences, for_entry
+
+    def profiles(r) -> dict:  # one entry shown alone: with the settings every paper profile shares (depth)
+        if not agreeing or "paper" not in r.profiles:
+            return r.profiles
+        return {**r.profiles, "paper": for_entry("paper", r.profiles["paper"], r.options)}
 
     rows = [{"name": r.name, "setting": d["setting"], "paper": _shown(d["paper"]), "card": _shown(d["card"]),
-             "paper_source": d["paper_source"], "card_source": d["card_source"]}
-            for r in entries for d in differences(r.profiles)]
+             "paper_source": d["paper_source"], "card_source": d["card_source"], "note": d["note"]}
+            for r in entries for d in differences(profiles(r), agreeing)]
     if fmt == "markdown":  # one table per entry (README's "Fidelity to the paper")
         for r in entries:
             mine = [row for row in rows if row["name"] == r.name]
@@ -55,23 +61,70 @@ def cmd_profiles(entries, fmt: str) -> int:
                          row["card_source"]]
                 print("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
             print()
+            for row in mine:
+                if row["note"]:
+                    print(f"- `{row['setting']}`: {row['note']} (the profile follows the code)")
+            if any(row["note"] for row in mine):
+                print()
         return 0
     if not rows:
         print("no profile differences: " + ", ".join(r.name for r in entries) + " run(s) the same settings under "
               "both profiles")
         return 0
+    if not any(row["note"] for row in rows):
+        rows = [{k: v for k, v in row.items() if k != "note"} for row in rows]
     sys.stdout.write(_table(rows, fmt))
     return 0
+
+
+def fidelity(entries) -> list[dict[str, str]]:
+    """Per entry with a `paper` profile: the paper-code commit(s) its settings cite and the settings that cite
+    none (or an older commit without naming the release beside it)."""
+    from irgrid.core.paper_code import RELEASE, pinned
+    from irgrid.core.profiles import for_entry
+
+    rows = []
+    for r in entries:
+        if "paper" not in r.profiles:
+            continue
+        settings = for_entry("paper", r.profiles["paper"], r.options)
+        commits, unpinned = set(), []
+        for key, setting in sorted(settings.items()):
+            where = pinned(setting.source)
+            if where is None or (where[1] != RELEASE and f"release {RELEASE}" not in setting.source):
+                unpinned.append(key)
+            else:
+                commits.add(where[1])
+        rows.append({"name": r.name, "commit": ",".join(sorted(commits)) or "-", "settings": str(len(settings)),
+                     "per_dataset": str(sum(len(s.per_dataset) for s in settings.values())),
+                     "unsourced": " ".join(unpinned) or "-", "status": "ok" if not unpinned else "MISSING"})
+    return rows
+
+
+def cmd_fidelity(entries, fmt: str) -> int:
+    """`irgrid list --profiles --check`: every paper setting cites the release (exit 1 naming those that do not)."""
+    from irgrid.core.paper_code import RELEASE, REPO
+
+    rows = fidelity(entries)
+    sys.stdout.write(_table(rows, "csv" if fmt == "csv" else "table"))
+    bad = [r["name"] for r in rows if r["status"] != "ok"]
+    print(f"\n{len(rows) - len(bad)}/{len(rows)} entries: every paper setting cites {REPO}@{RELEASE} (file@commit)"
+          + (f"; without a commit: {', '.join(bad)}" if bad else ""))
+    return 1 if bad else 0
 
 
 def cmd_list(args) -> int:
     from irgrid.core.retrievers import FAMILIES, RETRIEVERS, get
 
+    if args.name and args.check:
+        return cmd_fidelity([get(args.name)], args.format)
     if args.name:
-        return cmd_profiles([get(args.name)], args.format)
+        return cmd_profiles([get(args.name)], args.format, agreeing=args.format != "markdown")
     entries = sorted(RETRIEVERS, key=lambda r: (FAMILIES.index(r.family), r.architecture, r.name))
     if args.family:
         entries = [r for r in entries if r.family == args.family]
+    if args.check:
+        return cmd_fidelity(entries, args.format)
     if args.profiles or args.format == "markdown":
         return cmd_profiles(entries, args.format)
     rows = [{
@@ -141,28 +194,27 @@ def cmd_run(args) -> int:
     if settings.tiny_models():
         print("irgrid: TINY-MODEL MODE: every checkpoint with a declared architecture is a tiny random-weight model;"
               " these numbers check wiring only and are not results", file=sys.stderr)
-    from irgrid.grid import _fmt_seconds, plan, run
+    from irgrid.grid import run
     from irgrid.runner.experiment import load
     from irgrid.runner.outputs import markdown_table
     from irgrid.store import Store
 
+    try:  # a big file takes a while to read and expand: say so before the first cell (issue 32)
+        size = os.path.getsize(args.experiment)
+    except OSError:
+        size = 0
+    if size > 64 << 10:
+        logging.getLogger("irgrid").info("reading %s (%.1f MiB)", args.experiment, size / 2**20)
     spec = load(args.experiment)
-    if args.dry_run:
-        rows = plan(spec, Store())
-        table = [{"dataset": r["dataset"], "retriever": r["retriever"], "status": r["status"],
-                  "index": "cached" if r["index_cached"] else "build",
-                  "estimate": _fmt_seconds(r["est_seconds"]) if not r["run_cached"] else "-",
-                  "reason": r["reason"].split(". ")[0]} for r in rows]
-        sys.stdout.write(_table(table, "table"))
-        counts = {s: sum(r["status"] == s for r in rows) for s in ("cached", "to run", "unresolvable")}
-        known = [r["est_seconds"] for r in rows if r["status"] == "to run" and r["est_seconds"] is not None]
-        unknown = sum(r["status"] == "to run" and r["est_seconds"] is None for r in rows)
-        print(f"\n{len(rows)} cells: {counts['cached']} cached, {counts['to run']} to run "
-              f"(≈ {_fmt_seconds(sum(known))} measured + {unknown} without a measured throughput), "
-              f"{counts['unresolvable']} unresolvable offline")
-        from irgrid.grid import family_projection, format_family_projection
+    if size > 64 << 10:
+        logging.getLogger("irgrid").info("%s: %d dataset(s) x %d retriever(s)", args.experiment, len(spec.datasets),
+                                         len(spec.retrievers))
+    if args.dry_run:  # the plan: what to stage (once each), index builds, projected GPU/CPU hours and disk
+        from irgrid.runner import planning
 
-        sys.stdout.write(format_family_projection(family_projection(spec, rows)))
+        the_plan = planning.make_plan(spec, Store())
+        sys.stdout.write(planning.format_csv(the_plan) if args.format == "csv"
+                         else planning.format_summary(the_plan, str(args.experiment)))
         return 0
     from irgrid.cluster.config import ExecutorConfig
 
@@ -175,6 +227,22 @@ def cmd_run(args) -> int:
         return 2
     results = run(spec, out=args.out, fail_fast=args.fail_fast, executor=config, resume=args.resume)
     sys.stdout.write(markdown_table(results) if len(results) else "no results\n")
+    if args.latency:  # every system re-timed in this one process: comparable latencies (Figure 1 uses them)
+        from pathlib import Path
+
+        from irgrid.runner import latency
+
+        computed = set(zip(results["dataset"], results["system"])) if len(results) else set()
+        timings, summary = latency.measure(spec, Store(), rounds=args.latency_rounds, queries=args.latency_queries,
+                                           cells=computed)
+        print("\nlatency pass (ms/query, median [min-max] over rounds, one process, interleaved, warm):")
+        for r in summary.itertuples():
+            print(f"  {r.dataset}  {r.system}: {r.median_ms:.2f} [{r.min_ms:.2f}-{r.max_ms:.2f}] "
+                  f"({r.rounds} rounds x {r.queries} queries)")
+        for dataset, system, error in summary.attrs["skipped"]:
+            print(f"latency pass: {system} on {dataset} not timed: {error}", file=sys.stderr)
+        if args.out:
+            latency.write(Path(args.out), timings, summary)
     if args.out:
         print(f"\nwrote {args.out}/results.csv, perquery.csv, results.md, manifest.json, failures.json, runs/")
     failures = results.attrs.get("failures", [])
@@ -273,8 +341,9 @@ def cmd_qa_replay(argv: list[str]) -> int:
                                    "cross-validated one)")
     p.add_argument("--bertscore", choices=["paper", "minilm", "off"], default="paper",
                    help="paper: roberta-large layer 17 where its weights exist, else the named MiniLM fallback")
-    p.add_argument("--measures", help="open-ended measures, comma-separated (default: ROUGE-L,BLEU-4,"
-                                      "BLEU-4-paper,BERTScore-F1,coverage)")
+    p.add_argument("--measures", help="open-ended measures, comma-separated (default: ROUGE-L,ROUGE-L-paper,"
+                                      "BLEU-4,BLEU-4-paper,BERTScore-F1,coverage; -paper: the DisastQA authors' "
+                                      "convention, equal to their published values)")
     p.add_argument("--cache", help="cache folder (default IRGRID_CACHE or ~/.cache/irgrid)")
     args = p.parse_args(argv)
     if args.cache:
@@ -315,6 +384,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--family")
     p.add_argument("--profiles", action="store_true",
                    help="every listed entry's profile differences (paper vs card), side by side with sources")
+    p.add_argument("--check", action="store_true",
+                   help="with --profiles: per entry, the paper-code commit its paper settings cite and any setting "
+                        "that cites none (exit 1 if so)")
     p.set_defaults(func=cmd_list)
     p = sub.add_parser("datasets", help="the dataset catalog: id, group, measures, policies, counts")
     p.add_argument("--format", choices=["table", "csv"], default="table")
@@ -329,8 +401,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", help="output folder (results.csv, perquery.csv, results.md, manifest.json, runs/)")
     p.add_argument("--cache", help="cache folder for indexes and runs (default IRGRID_CACHE or ~/.cache/irgrid)")
     p.add_argument("--dry-run", action="store_true",
-                   help="print every cell (cached / to run / unresolvable) with estimated times; run nothing")
+                   help="plan, run nothing: missing checkpoints and corpora once each with how to stage them, index "
+                        "builds, projected GPU/CPU hours and disk per family (every cell: --format csv)")
+    p.add_argument("--format", choices=["summary", "csv"], default="summary",
+                   help="--dry-run output: a grouped summary (default) or one CSV row per cell")
     p.add_argument("--fail-fast", action="store_true", help="stop at the first failing cell")
+    p.add_argument("--latency", action="store_true",
+                   help="after the grid, re-time every system in this one process (warm, interleaved rounds): "
+                        "median and spread per system in --out/latency.csv, used by Figure 1")
+    p.add_argument("--latency-rounds", type=int, default=5, help="rounds of the latency pass (default 5)")
+    p.add_argument("--latency-queries", type=int, help="the first N queries of each dataset (default: all)")
     p.add_argument("--tiny-models", action="store_true",
                    help="replace checkpoints by tiny random-weight models of their architectures (wiring check on a "
                         "CPU in minutes; same as IRGRID_TINY_MODELS=1; never results)")
@@ -402,14 +482,39 @@ def _run_reporting_errors(args) -> int:
     except OSError as e:
         where = f" ({e.filename})" if e.filename else ""
         if e.errno == errno.ENOSPC:
-            return fail(f"no space left on the device{where}: free space or point --cache / --out elsewhere; "
-                        f"nothing half-written is ever reused, rerun to continue")
+            return fail(f"no space left on the device{_full_disk(e, args)}: free space or point --cache / --out "
+                        f"elsewhere; nothing half-written is ever reused, rerun to continue")
         if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             return fail(f"not allowed to write{where}: {e.strerror}; choose a writable --cache / --out")
         if e.errno == errno.ENOENT:
             return fail(f"{e.strerror}{where}: was the cache or output folder deleted while irgrid ran? "
                         f"Rerun; everything finished before is reused")
         raise
+
+
+def _full_disk(e: OSError, args) -> str:
+    """' of PATH (N MiB free)' for the full one of the paths a copy names: shutil puts the source first (a cache
+    file when --out fills up), so the path is picked by its disk's free space, not by its position; a write that
+    names no file is placed on the fuller of --out and --cache."""
+    import shutil
+    from pathlib import Path
+
+    found = []
+    names = [n for n in (e.filename, e.filename2) if n] or [getattr(args, "out", None), getattr(args, "cache", None)]
+    for name in names:
+        if not name:
+            continue
+        folder = Path(str(name))
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        try:
+            found.append((shutil.disk_usage(folder).free, str(name)))
+        except OSError:
+            continue
+    if not found:
+        return ""
+    free, name = min(found)
+    return f" of {name} ({free / 2**20:.1f} MiB free)"
 
 
 if __name__ == "__main__":

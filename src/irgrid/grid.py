@@ -23,10 +23,11 @@ from irgrid import measures as measures_mod
 from irgrid.core import settings
 from irgrid.core.files import write_text_atomic
 from irgrid.core.retrievers import Retriever
-from irgrid.data.datasets import Dataset
+from irgrid.data.datasets import Dataset, DatasetError, is_download_failure
 from irgrid.models import resolver as models_mod
 from irgrid.models.cache import release_all as release_models
 from irgrid.runner.cell import Cell, Failure, _disk_note, load_cell, resolve_models, run_cell
+from irgrid.runner.checks import beyond_depth, observed_depth, run_depth
 from irgrid.runner.experiment import ExperimentSpec
 from irgrid.runner.experiment import load as load_experiment
 from irgrid.store import Store
@@ -50,6 +51,8 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
                                   test=spec.test, correction=spec.correction if baseline is not None else None,
                                   verbose=False)
     perq = measures_mod.experiment(frames, topics, qrels, measures, names=names, perquery=True, verbose=False)
+    depths = {c.retriever.name: run_depth(c.retriever, c.res) for c in cells}
+    reach = max((observed_depth(c.res) for c in cells), default=0)
     rows = []
     for _, row in agg.iterrows():
         cell = cells[names.index(row["name"])]
@@ -64,6 +67,7 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
                 "p_value_corrected": None if is_base or pc is None or pd.isna(pc) else float(pc),
                 "significant": None if is_base or pc is None or pd.isna(pc) else bool(pc < 0.05),
                 "baseline": spec.baseline,
+                "beyond_depth": beyond_depth(m, depths[row["name"]], reach),
             })
         rows.append({"dataset": dataset.name, "system": row["name"], "measure": "ms/query",
                      "value": float(cell.meta["ms_per_query"]), "p_value": None, "p_value_corrected": None,
@@ -85,6 +89,10 @@ def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store:
     logs in `out`), and this process evaluates the stored runs once all jobs finished. `resume` resubmits only
     what is missing from an earlier submission to `out` (finished cells are never recomputed in any case).
     """
+    if isinstance(spec, dict):  # the docstring's "a dict": validated like a file
+        from irgrid.runner.experiment import from_dict
+
+        spec = from_dict(spec)
     spec = spec if isinstance(spec, ExperimentSpec) else load_experiment(spec)
     store = store or Store()
     if out is None:
@@ -251,7 +259,7 @@ def _data_error(dataset: Dataset, e: Exception) -> str:
     if isinstance(e, OSError) and e.errno == errno.ENOSPC:  # copying the staged home into a full cache
         return (f"no space left copying the staged collection of {dataset.name!r} into the cache "
                 f"({settings.irds_home()}){_disk_note(settings.irds_home())}")
-    if isinstance(e, OSError) and not isinstance(e, (FileNotFoundError, PermissionError)):
+    if is_download_failure(e):
         return (f"the queries/qrels of {dataset.name!r} are not staged and could not be downloaded "
                 f"({type(e).__name__}). Stage the collection on a connected machine with ir_datasets and copy its "
                 f"folder under IR_DATASETS_HOME ({settings.irds_home()}), or set IRGRID_IRDS_STAGED to a staged home; "
@@ -259,7 +267,8 @@ def _data_error(dataset: Dataset, e: Exception) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-RESULT_COLUMNS = ["dataset", "system", "measure", "value", "p_value", "p_value_corrected", "significant", "baseline"]
+RESULT_COLUMNS = ["dataset", "system", "measure", "value", "p_value", "p_value_corrected", "significant", "baseline",
+                  "beyond_depth"]  # the measure looks deeper than the system returns (irgrid.runner.checks)
 
 
 def _fmt_seconds(seconds: float | None) -> str:
@@ -272,15 +281,34 @@ def _fmt_seconds(seconds: float | None) -> str:
 def plan(spec: ExperimentSpec, store: Store) -> list[dict[str, Any]]:
     """Every cell of the grid: cached or not, index cached or not, whether its models resolve, and an
     estimated time from throughputs measured earlier in this cache (indexing docs/s, ms/query)."""
+    from tqdm.auto import tqdm
+
+    from irgrid.core.console import progress_stream
+
     index_rate, query_ms = _measured_throughputs(store)
     docs_ok: dict[str, tuple[bool, str]] = {}
     rows = []
+    total = len(spec.datasets) * len(spec.retrievers)
+    if total >= PLAN_PROGRESS_CELLS:  # a big grid: say what is happening before the first cell (issue 32)
+        log.info("checking the cache for %d cells (%d dataset(s) x %d retriever(s))", total, len(spec.datasets),
+                 len(spec.retrievers))
+    bar = tqdm(total=total, desc="checking the cache", unit="cell", file=progress_stream(), leave=False,
+               disable=total < PLAN_PROGRESS_CELLS, mininterval=0.5 if progress_stream().isatty() else 30)
     for dataset in spec.datasets:
         for retriever in spec.retrievers:
-            row: dict[str, Any] = {"dataset": dataset.name, "retriever": retriever.name,
-                                   "run_cached": store.has_run(retriever, dataset),
-                                   "index_cached": retriever.index is None or store.index_ready(retriever.index, dataset),
-                                   "status": "cached", "reason": "", "est_seconds": 0.0}
+            bar.update()
+            retriever = retriever.for_dataset(dataset)  # the profile's per-dataset values: the cell's own key
+            try:  # keys read the staged copy (verified, copied again when damaged): a full cache disk fails here
+                row: dict[str, Any] = {
+                    "dataset": dataset.name, "retriever": retriever.name,
+                    "run_cached": store.has_run(retriever, dataset),
+                    "index_cached": retriever.index is None or store.index_ready(retriever.index, dataset),
+                    "status": "cached", "reason": "", "est_seconds": 0.0}
+            except (OSError, DatasetError) as e:
+                rows.append({"dataset": dataset.name, "retriever": retriever.name, "run_cached": False,
+                             "index_cached": False, "status": "unresolvable", "reason": f"data: {_data_error(dataset, e)}",
+                             "est_seconds": None})
+                continue
             if not row["run_cached"]:
                 row["status"] = "to run"
                 try:
@@ -293,32 +321,19 @@ def plan(spec: ExperimentSpec, store: Store) -> list[dict[str, Any]]:
                         row["status"], row["reason"] = "unresolvable", f"data: {why}"
                 row["est_seconds"] = _estimate(retriever, dataset, row["index_cached"], index_rate, query_ms)
             rows.append(row)
+    bar.close()
     return rows
 
 
+PLAN_PROGRESS_CELLS = 500
+
+
 def _measured_throughputs(store: Store) -> tuple[dict[str, float], dict[str, float]]:
-    index_rate: dict[str, float] = {}
-    for marker in (store.root / "indexes").glob("*/*/irgrid-index.json"):
-        meta = _read_json(marker)
-        if meta and meta.get("docs") and meta.get("seconds"):
-            index_rate[meta["recipe"]["name"]] = meta["docs"] / max(meta["seconds"], 1e-6)
-    query_ms: dict[str, float] = {}
-    for meta_path in (store.root / "runs").glob("*/*.json"):
-        meta = _read_json(meta_path)
-        if meta and "retriever" in meta:
-            query_ms[meta["retriever"]] = meta.get("ms_per_query", 0.0)
+    """Indexing docs/s per recipe and ms/query per retriever measured in this cache (the run's ETA)."""
+    from irgrid.runner.planning import measured
+
+    index_rate, _, query_ms = measured(store)
     return index_rate, query_ms
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    """A cache metadata file for estimates only: an unreadable one is named and skipped (the cell that owns it
-    verifies, moves aside and recomputes it when it runs)."""
-    try:
-        data = json.loads(path.read_text())
-        return data if isinstance(data, dict) else None
-    except (OSError, ValueError) as e:
-        log.warning("cache: %s is unreadable (%s); ignored for estimates, its cell recomputes it", path, e)
-        return None
 
 
 def _estimate(retriever: Retriever, dataset: Dataset, index_cached: bool, index_rate, query_ms) -> float | None:
@@ -340,7 +355,12 @@ def preflight(spec: ExperimentSpec, store: Store) -> None:
     for dataset in spec.datasets:
         spec.measures_for(dataset)
         for retriever in spec.retrievers:
-            if not store.has_run(retriever, dataset):
+            retriever = retriever.for_dataset(dataset)  # the profile's per-dataset values: the cell's own key
+            try:
+                cached = store.has_run(retriever, dataset)
+            except (OSError, DatasetError):  # the data itself (a full cache disk): that dataset's cells record it
+                cached = False
+            if not cached:
                 resolve_models(retriever.all_models(), spec.models)
 
 
@@ -349,36 +369,3 @@ def _copy_atomic(src: Path, dst: Path) -> None:
 
     with atomic_path(dst, suffix=".res.gz") as tmp:
         shutil.copyfile(src, tmp)
-
-
-def family_projection(spec: ExperimentSpec, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Projected hours per retriever family for the cells still to run (from `plan`'s estimates, i.e. indexing
-    docs/s and ms/query measured earlier in this cache), with the retrievers that have no measured throughput."""
-    families = {r.name: r.family for r in spec.retrievers}
-    out: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        if row["status"] != "to run":
-            continue
-        fam = out.setdefault(families.get(row["retriever"], "?"), {"cells": 0, "measured": 0, "seconds": 0.0,
-                                                                     "unmeasured": []})
-        fam["cells"] += 1
-        if row["est_seconds"] is None:
-            if row["retriever"] not in fam["unmeasured"]:
-                fam["unmeasured"].append(row["retriever"])
-        else:
-            fam["measured"] += 1
-            fam["seconds"] += row["est_seconds"]
-    return [{"family": f, "cells": v["cells"], "measured_cells": v["measured"], "hours": v["seconds"] / 3600,
-             "unmeasured": v["unmeasured"]} for f, v in sorted(out.items())]
-
-
-def format_family_projection(projection: list[dict[str, Any]]) -> str:
-    if not projection:
-        return "projected time: nothing to run\n"
-    lines = ["projected time per retriever family (throughputs measured in this cache):"]
-    for p in projection:
-        line = (f"  {p['family']:<17} {p['hours']:8.2f} h for {p['measured_cells']}/{p['cells']} cells to run")
-        if p["unmeasured"]:
-            line += f"; unmeasured (no indexing docs/s or ms/query cached): {', '.join(p['unmeasured'])}"
-        lines.append(line)
-    return "\n".join(lines) + "\n"

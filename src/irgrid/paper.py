@@ -81,8 +81,8 @@ CONVENTIONS: tuple[Convention, ...] = (
                f"(`{FOLLOWIR_PAPER_VARIANT}:<measure>`), x100",
                f"original instructions with the original qrels (`{FOLLOWIR_OFFICIAL_VARIANT}:<measure>`)",
                "src/analysis/table_generator.py _average_score('followir_score'), create_instructir_followir_table",
-               "Section 3.2.5 and Table 2: 'MAP@1000, nDCG@5'; the code takes ir_measures MAP (no cutoff) over "
-               "1001-deep runs; the paper grid uses AP@1000"),
+               "Section 3.2.5 and Table 2: 'MAP@1000, nDCG@5', as the code: src/evaluator.py@4bedb75 measures "
+               "Robust04 and Core17 with ir_measures MAP@1000 (over 1001-deep runs); the paper grid uses AP@1000"),
     Convention("p-mrr",
                f"`{PMRR_PAPER}`: a changed document absent from the original run is skipped, one absent from the "
                f"changed run scores +1 (a base query without a changed run therefore scores +1)",
@@ -106,7 +106,7 @@ CONVENTIONS: tuple[Convention, ...] = (
                "(experiment key `self_matches: paper`, at evaluation: cached runs are shared)"),
     Convention("depth",
                "1001 documents retrieved per query (so 1000 remain after a self-match is removed)",
-               "1000", "src/run.py run(top_k=1001)",
+               "1000", "src/run.py@4bedb75 run(top_k=1001)",
                "not stated; the `paper` profile sets num_results 1001 on every entry (irgrid.core.profiles.COMMON), "
                "the `card` profile keeps 1000"),
     Convention("bootstrap",

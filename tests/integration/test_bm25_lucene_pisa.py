@@ -75,15 +75,25 @@ def test_bm25_parameters_belong_to_the_index(shared_store):
 
 
 def test_dry_run_projects_hours_per_family(shared_store):
-    """Families with a measured throughput get hours; a retriever never run in this cache is named unmeasured."""
+    """A retriever measured in this cache is projected from its measured ms/query (its index is cached); one never
+    run here from the bench-scale fits and the per-parameter rate of its encoder. Index builds are counted once
+    per corpus."""
+    from irgrid.runner import planning
+
     spec = from_dict({"name": "proj", "datasets": ["vaswani"], "retrievers": ["bm25-pisa"], "measures": ["AP"]})
     grid.run(spec, store=shared_store)
-    variant = from_dict({"name": "proj2", "datasets": ["vaswani"], "measures": ["AP"],
-                         "retrievers": [{"name": "bm25-pisa", "options": {"k1": 1.1}}, "splade-tiny"]})
-    projection = grid.family_projection(variant, grid.plan(variant, shared_store))
-    assert [p["family"] for p in projection] == ["sparse"]
-    (sparse,) = projection
-    assert sparse["cells"] == 2 and sparse["measured_cells"] == 1 and 0 < sparse["hours"] < 0.1
-    assert sparse["unmeasured"] == ["splade-tiny"]
-    text = grid.format_family_projection(projection)
-    assert "sparse" in text and "unmeasured" in text and "splade-tiny" in text
+    variant = from_dict({"name": "proj2", "datasets": ["vaswani", {"name": "vaswani", "queries": 5, "seed": 0}],
+                         "measures": ["AP"], "retrievers": [{"name": "bm25-pisa", "options": {"k1": 1.1}},
+                                                            "splade-tiny"]})
+    plan = planning.make_plan(variant, shared_store)
+    rows = {(r["dataset"], r["retriever"]): r for r in plan.rows}
+    pisa = rows[("vaswani", "bm25-pisa")]
+    assert pisa["status"] == "to run" and pisa["index"] == "cached" and pisa["source"] == "cache"
+    assert 0 < pisa["cpu_s"] < 60 and pisa["gpu_s"] == 0
+    splade = rows[("vaswani", "splade-tiny")]
+    assert splade["index"] == "build" and splade["source"] == "per-parameter rate+scale fit"
+    assert splade["gpu_s"] > 0 and splade["cpu_s"] > 0 and splade["disk_bytes"] > 0
+    assert rows[("vaswani@q5s0", "splade-tiny")]["index"] == "shared (vaswani × splade-tiny)"  # one corpus, one build
+    assert len(plan.indexes) == 1 and plan.cached_indexes == 1
+    text = planning.format_summary(plan)
+    assert "index builds: 1 to build" in text and "GPU-hours" in text and "sparse" in text

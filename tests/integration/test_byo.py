@@ -102,13 +102,33 @@ def test_reading_an_experiment_changes_no_global_catalog(collection):
     assert ds.config() == second.datasets[0].config()
     assert ds.corpus_dataset().name == ds.corpus and ds.corpus not in ds_mod.DATASETS
     assert ds.docs_count() == len(list(ds.docs())) > 250
-    # another collection under that name with other files: refused once both are used in one process
-    other = dict(item, docs="data/docs.jsonl")
+    # another collection under that name with other files (a file edited in a notebook): each reads its own files,
+    # the id's registration follows the dataset in use (issue 32: it was refused, every cell of the rerun failed)
+    other = dict(item, docs="data/docs.jsonl", topics="data/topics.trec")
     clash = from_dict(dict(exp, collections=[other]), source=str(collection / "exp-fx.yaml")).datasets[0]
     assert clash.corpus != ds.corpus
-    ds.topics()
-    with pytest.raises(ds_mod.DatasetError, match="already in use in this process with other files"):
-        clash.topics()
+    assert list(ds.topics()["query"]) == list(clash.topics()["query"])  # the same queries, from TSV then TREC
+    assert ds.irds().queries_cls().__name__ == "GenericQuery" and clash.irds().queries_cls().__name__ == "TrecQuery"
+
+
+def test_collection_file_edited_in_one_process_is_read_again(tmp_path, collection):
+    """A notebook: run, edit the qrels, run again in the same process: the new judgements are used."""
+    import shutil
+
+    from irgrid import grid
+    from irgrid.store import Store
+
+    shutil.copytree(collection / "data", tmp_path / "data")
+    exp = experiment_yaml(tmp_path, name="slice-notebook")
+    store = Store(tmp_path / "cache")
+    before = grid.run(load(exp), store=store)
+    qrels = tmp_path / "data" / "qrels.txt"
+    lines = qrels.read_text().splitlines(keepends=True)
+    qrels.write_text("".join(lines[: len(lines) // 2]))
+    after = grid.run(load(exp), store=store)
+    assert not after.attrs["failures"] and len(after) == len(before)
+    value = lambda r: float(r[r["measure"] == "nDCG@10"]["value"].iloc[0])  # noqa: E731
+    assert value(after) != value(before)
 
 
 def test_collection_key_typo_gets_a_suggestion(collection):
@@ -128,3 +148,62 @@ def test_qrels_matching_no_document_are_warned_about(tmp_path, caplog):
     with caplog.at_level("WARNING", logger="irgrid"):
         load(experiment_yaml(tmp_path, name="nomatch"))
     assert any("no relevant document" in r.message for r in caplog.records)
+
+
+def _cranfield_style(root: Path, renumbered: bool) -> Path:
+    """Vaswani as bring-your-own files, with topics under "original" query numbers (1, 2, 4, 5, 7, ...: a gap
+    every third) while the qrels keep the sequential ones, as Cranfield converted from its original files."""
+    from irgrid.data import datasets
+
+    vaswani = datasets.get("vaswani")
+    topics, qrels = vaswani.topics(), vaswani.qrels()
+    number = {q: str(i + i // 2) if renumbered else q for i, q in enumerate(sorted(topics["qid"], key=int), 1)}
+    wanted = set(qrels["docno"])
+    docs = [d for i, d in enumerate(vaswani.irds().docs_iter()) if d.doc_id in wanted or i < 200]
+    data = root / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    (data / "docs.tsv").write_text("".join(f"{d.doc_id}\t\t{' '.join(d.text.split())}\n" for d in docs))
+    (data / "topics.tsv").write_text("".join(f"{number[q]}\t{' '.join(t.split())}\n"
+                                             for q, t in zip(topics["qid"], topics["query"])))
+    (data / "qrels.txt").write_text("".join(f"{q} 0 {d} {lab}\n" for q, d, lab in
+                                            zip(qrels["qid"], qrels["docno"], qrels["label"])))
+    return root
+
+
+def test_qrels_ids_absent_from_topics_are_refused_by_name(tmp_path, caplog):
+    """Topics under other numbers than the qrels (Cranfield's original query numbers): the qrels ids no topic
+    has are an error naming how many and which; the matching ids would score queries against other queries'
+    judgements. `allow_unjudged_qrels: true` accepts them, still named in a warning."""
+    root = _cranfield_style(tmp_path, renumbered=True)
+    topic_ids = {line.split("\t")[0] for line in (root / "data" / "topics.tsv").read_text().splitlines()}
+    judged = {line.split()[0] for line in (root / "data" / "qrels.txt").read_text().splitlines()}
+    orphans = judged - topic_ids
+    assert 0 < len(orphans) < len(judged)  # some ids match, others do not: the case the old check let through
+    item = {"name": "cranfield-style", "docs": "data/docs.tsv", "topics": "data/topics.tsv",
+            "qrels": "data/qrels.txt"}
+    exp = {"collections": [item], "datasets": ["cranfield-style"], "retrievers": ["bm25-pisa"],
+           "measures": ["nDCG@10"]}
+    first = sorted(orphans, key=int)[:5]
+    with pytest.raises(ExperimentError) as e:
+        from_dict(exp, source=str(root / "exp.yaml"))
+    message = str(e.value)
+    assert f"{len(orphans)} of {len(judged)} query ids judged in" in message
+    assert f"qrels ids: {', '.join(first)}, ..." in message
+    assert "allow_unjudged_qrels: true" in message and "numbered differently" in message
+    with caplog.at_level("WARNING", logger="irgrid"):
+        spec = from_dict(dict(exp, collections=[dict(item, allow_unjudged_qrels=True)]),
+                         source=str(root / "exp.yaml"))
+    assert spec.datasets[0].name == "cranfield-style"
+    assert any(f"{len(orphans)} of {len(judged)} query ids" in r.message and "ignored" in r.message
+               for r in caplog.records)
+
+
+def test_qrels_and_topics_numbered_alike_load_without_a_word(tmp_path, caplog):
+    root = _cranfield_style(tmp_path, renumbered=False)
+    with caplog.at_level("WARNING", logger="irgrid"):
+        spec = from_dict({"collections": [{"name": "vaswani-byo", "docs": "data/docs.tsv",
+                                           "topics": "data/topics.tsv", "qrels": "data/qrels.txt"}],
+                          "datasets": ["vaswani-byo"], "retrievers": ["bm25-pisa"], "measures": ["nDCG@10"]},
+                         source=str(root / "exp.yaml"))
+    assert len(spec.datasets[0].topics()) == 93
+    assert not [r for r in caplog.records if "judge" in r.message]

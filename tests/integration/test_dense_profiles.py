@@ -31,7 +31,7 @@ def test_document_fields_select_what_is_encoded(tiny):
     from irgrid.models.resolver import resolve
 
     card = spec_of(RETRIEVERS.get("bge-large-v1.5"), "d")
-    paper = spec_of(RETRIEVERS.get("bge-large-v1.5").with_profile("paper"), "d")
+    paper = spec_of(RETRIEVERS.get("bge-large-v1.5").with_options(doc_fields=("text",)), "d")  # an option
     assert (card.document(R), paper.document(R)) == ("Title words body text of the document",
                                                      "body text of the document")
     assert card.document({"text": "flat"}) == "flat" and card.flat_documents and not paper.flat_documents
@@ -131,7 +131,7 @@ def test_fielded_documents_match_the_flat_join_and_reach_the_builder(tmp_path):
     flat = list(itertools.islice(ds.docs(), 50))
     assert [d["docno"] for d in fielded] == [d["docno"] for d in flat] and all(d["title"] for d in fielded)
     card = spec_of(RETRIEVERS.get("bge-large-v1.5"), "d")
-    paper = spec_of(RETRIEVERS.get("bge-large-v1.5").with_profile("paper"), "d")
+    paper = spec_of(RETRIEVERS.get("bge-large-v1.5").with_options(doc_fields=("text",)), "d")  # an option
     assert [card.document(d) for d in fielded] == [d["text"] for d in flat]  # flat join == the card's fields
     ctx = BuildContext(path=tmp_path, params={}, models={}, docs=lambda: iter(flat), docs_count=50,
                        fielded=lambda: iter(fielded))

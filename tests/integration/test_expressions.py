@@ -260,3 +260,28 @@ def test_report_writes_fusion_suggestions_as_ready_to_paste_pipelines(fresh_stor
     for item, (_, s) in zip(items, suggestions.iterrows()):
         row = fused[(fused["a"] == s["a"]) & (fused["b"] == s["b"]) & (fused["measure"] == "AP")].iloc[0]
         assert results[item["as"], "AP"] == pytest.approx(row["rrf_value"], abs=1e-6)
+
+
+def test_a_profile_value_for_one_dataset_keys_its_cell_and_shows_in_the_manifest(fresh_store, tmp_path):
+    """A profile's per-dataset value (as ColBERTv2's query length on ArguAna) is what that cell runs with: its run
+    key is the one of the entry with that option, and the manifest records it under the dataset's run."""
+    import dataclasses
+    import json
+
+    from irgrid.core.profiles import Setting
+
+    spec = from_dict({"datasets": [{"name": "vaswani", "queries": 5, "seed": 1}], "retrievers": ["bm25-pisa"],
+                      "measures": ["AP"], "latency_sample": 0})
+    base = spec.retrievers[0]
+    profiled = dataclasses.replace(base, profiles={"paper": {"k1": Setting(0.9, "x.py@4bedb75",
+                                                                          per_dataset={"vaswani": 1.2})}})
+    entry = profiled.with_profile("paper")
+    spec = dataclasses.replace(spec, retrievers=[entry])
+    grid.run(spec, out=tmp_path / "out", store=fresh_store, fail_fast=True)
+    ds = spec.datasets[0]
+    cell_entry = entry.for_dataset(ds)
+    assert cell_entry.options["k1"] == 1.2 and cell_entry.key() == base.with_options(k1=1.2, num_results=1001).key()
+    assert fresh_store.has_run(cell_entry, ds) and grid.plan(spec, fresh_store)[0]["run_cached"]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    run = manifest["retrievers"]["bm25-pisa"]["runs"][ds.name]
+    assert run["options"] == {"k1": 1.2} and run["run_key"] == fresh_store.run_key(cell_entry, ds)

@@ -38,6 +38,9 @@ def test_oe_alignment_and_key_points():
     assert all(by_q[q] == p for q, p in zip(df["question"], df["golden"]))
     assert (df["mix"] == df["golden"]).sum() == 700
     assert not df["reference"].str.startswith("Corrected Answer").any()
+    # the text as released (what the authors' ROUGE-L / BLEU-4 compared against) keeps the one label
+    labelled = df[df["reference_released"] != df["reference"]]
+    assert len(labelled) == 1 and labelled["reference_released"].str.startswith("Corrected Answer: ").all()
     first = df.iloc[0]
     assert first["question"].startswith("In what ways can improving emergency medical response times")
     assert first["difficulty"] == "medium"

@@ -57,7 +57,8 @@ def test_deepct_pseudo_documents(wordpiece):
     assert words(wordpiece, ids, torch.ones_like(ids), row) == [("deepct", 1.0), ("weights", 3.0),
                                                                  ("unbelievable", 4.0)]
     entry = irgrid.retriever("deepct")
-    assert (entry.with_profile("paper").options["k1"], entry.with_profile("paper").options["b"]) == (0.9, 0.4)
+    # run.py@4bedb75: `k1, b = 10, 0.9` for deepct (the paper's text too; the older run.py@f8a7b63: 0.9, 0.4)
+    assert (entry.with_profile("paper").options["k1"], entry.with_profile("paper").options["b"]) == (10.0, 0.9)
     assert (entry.options["k1"], entry.options["b"]) == (10.0, 0.9)
 
 
@@ -226,7 +227,8 @@ def test_doct5query_input_length_sampling_and_expansion(monkeypatch):
     monkeypatch.setattr(model, "generate", lambda **kw: seen.append(kw) or real(**kw))
     text = " ".join(f"word{i}" for i in range(900))
     docs = pd.DataFrame({"docno": ["d1", "d2"], "text": [text, "short document"]})
-    for profile, length, extra in (("paper", 512, {}), ("card", 320, {"top_p": 0.95})):
+    # sparse_encoder.py@4bedb75: 320 input tokens (the older run_v2.py@76d4f89 build_d2q_docs: 512), no top_p
+    for profile, length, extra in (("paper", 320, {}), ("card", 320, {"top_p": 0.95})):
         p = stage_params("doct5query", profile)
         seen.clear()
         out = DocT5Query((tokenizer, model), num_samples=p["num_samples"], input_max_length=p["input_max_length"],

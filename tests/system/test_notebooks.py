@@ -1,8 +1,13 @@
-"""The notebooks in notebooks/ run top to bottom (nbclient, a kernel of this environment) on the offline data."""
+"""The notebooks in notebooks/ run top to bottom (nbclient, a kernel of this environment) on the offline data, and
+print none of the native chatter the CLI silences (PISA's [info] lines, JVM warnings) nor tqdm's IProgress warning
+(ipywidgets is installed with the `notebook` extra: progress bars are widgets)."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -22,18 +27,25 @@ PISA_GRID = {  # PISA only: seconds, no JVM
 }
 
 
+CHATTER = ("[info]", "WARNING: ", "IProgress not found", "TqdmWarning")  # PISA's spdlog, the JVM, tqdm without widgets
+
+
 def execute(path: Path) -> None:
     import nbformat
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    errors = [o for o in outputs if o.output_type == "error"]
     assert not errors, errors
+    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert not [c for c in CHATTER if c in printed], printed[-3000:]
 
 
 def test_every_notebook_is_tested():
-    assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == ["compose_pipeline.ipynb", "stored_grid_figures.ipynb"]
+    assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == ["compose_pipeline.ipynb", "idea_to_table.ipynb",
+                                                                 "stored_grid_figures.ipynb"]
     for path in NOTEBOOKS.glob("*.ipynb"):  # committed without outputs: they are regenerated, never stale
         nb = json.loads(path.read_text())
         assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code"), path
@@ -45,6 +57,35 @@ def test_compose_pipeline_notebook(shared_store, tmp_path, monkeypatch):
     results = pd.read_csv(tmp_path / "results.csv")  # the notebook's pipelines ran as grid cells
     assert {"rrf-python", "top10-python", "rrf-expression", "top10-expression"} <= set(results["system"])
     assert (tmp_path / "runs" / "vaswani" / "rrf-python.res.gz").exists()
+
+
+@pytest.mark.slow  # MiniLM re-ranks 30 x 20 candidates on CPU (real weights, shipped offline)
+def test_idea_to_table_notebook(shared_store, tmp_path, monkeypatch):
+    monkeypatch.setenv("IRGRID_NOTEBOOK_OUT", str(tmp_path))
+    execute(NOTEBOOKS / "idea_to_table.ipynb")
+    results = pd.read_csv(tmp_path / "results.csv")
+    assert set(results["system"]) == {"bm25-pisa", "bm25-prf", "bm25-minilm"}  # Python pipeline + expression
+    tested = results[(results["system"] != "bm25-pisa") & (results["measure"] != "ms/query")]
+    assert tested["p_value_corrected"].between(0, 1).all() and set(tested["measure"]) == {"nDCG@10", "P@10", "RR@10"}
+    assert (tmp_path / "per_query_delta.png").stat().st_size > 0
+    assert (tmp_path / "runs" / "vaswani@q30s0" / "bm25-prf.res.gz").exists()
+
+
+@pytest.mark.slow  # a Lucene index of Vaswani (shared with other tests through the session's cache) and a JVM
+def test_python_api_is_as_quiet_as_the_cli(shared_store):
+    """Lucene (JVM start-up warnings) and PISA (per-parameter [info] lines) through the Python API print nothing
+    of their own; `IRGRID_VERBOSE=1` (the CLI's -v) shows it again."""
+    code = ("import irgrid; t = irgrid.pipeline('bm25', 'vaswani').search('dielectric constant'); assert len(t); "
+            "p = irgrid.retriever('bm25-pisa').with_options(name='x', k1=1.37).pipeline('vaswani'); "
+            "assert len(p.search('dielectric constant'))")
+    env = {**os.environ, "IRGRID_CACHE": str(shared_store.root)}
+    quiet = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert quiet.returncode == 0, quiet.stderr
+    assert not [c for c in CHATTER if c in quiet.stdout + quiet.stderr], quiet.stdout + quiet.stderr
+    pisa = code.split("; ", 3)[-1].replace("1.37", "1.38")  # new parameters: PISA writes (and prints) again
+    loud = subprocess.run([sys.executable, "-c", "import irgrid; " + pisa], env={**env, "IRGRID_VERBOSE": "1"},
+                          capture_output=True, text=True, timeout=600)
+    assert loud.returncode == 0 and "[info]" in loud.stdout + loud.stderr, loud.stderr
 
 
 def test_stored_grid_figures_notebook(shared_store, tmp_path, monkeypatch):

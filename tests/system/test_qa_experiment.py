@@ -34,11 +34,20 @@ def test_outputs(first_run):
     assert set(acc.setting) == SETTINGS and (acc.n == 8).all()
     assert acc["unparseable"].between(0, 8).all()
     oe = results[results.task == "oe"]
-    assert set(oe.measure) == {"ROUGE-L", "BLEU-4", "BERTScore-F1", "KeypointCoverage"} and (oe.n == 4).all()
+    assert set(oe.measure) == {"ROUGE-L", "ROUGE-L-paper", "BLEU-4", "BLEU-4-paper", "BERTScore-F1",
+                               "KeypointCoverage"} and (oe.n == 4).all()
     assert ((results.ci_low <= results.value + 1e-12) & (results.value <= results.ci_high + 1e-12)).all()
     assert results.value.between(0, 1).all()
     items = pd.read_csv(out / "items.csv")
     assert len(items) == 5 * (8 + 4) and items["qanswer"].notna().all()
+    # the authors' convention scores the raw output against the reference as released
+    from irgrid.data import disastqa
+    from irgrid.qa import answer_measures
+
+    released = disastqa.oe().set_index("qid")["reference_released"]
+    oe_items = items[items.task == "oe"]
+    assert oe_items["ROUGE-L-paper"].tolist() == pytest.approx(
+        [answer_measures.rouge_l_paper(a, released[q]) for a, q in zip(oe_items["qanswer"], oe_items["qid"])])
     golden = items[(items.setting == "golden")]
     assert golden["evidence_docnos"].str.count("dq-").eq(1).all()
     retrieved = items[items.setting == "retrieved-bm25"]

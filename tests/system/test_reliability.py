@@ -107,6 +107,7 @@ def test_partial_query_time_index_file_is_rewritten_not_trusted(slice_root, tmp_
 
 
 # -- 2. a failed baseline is one recorded failure; the other cells and datasets still report ----------------
+@pytest.mark.slow  # a vaswani index and a report: ~1 min on 2 shared cores
 def test_failed_baseline_with_correction_is_recorded_and_the_grid_finishes(slice_root, tmp_path, monkeypatch):
     root = _copy_slice(slice_root, tmp_path)
     spec = load(experiment_yaml(root, name="mine",
@@ -128,6 +129,18 @@ def test_failed_baseline_with_correction_is_recorded_and_the_grid_finishes(slice
     assert set(mine["system"]) == {"bm25-k12"} and mine["p_value"].isna().all()
     assert set(results[results["dataset"] == "vaswani"]["system"]) == {"bm25-pisa", "bm25-k12"}
     assert (tmp_path / "out" / "results.csv").exists()
+    # the report names the failed cell, and counts no tie where the baseline failed (issue 32: 0/0/0)
+    from irgrid.report.write import write_report
+
+    write_report(tmp_path / "out", n_resamples=50)
+    report = tmp_path / "out" / "report"
+    for doc in ("report.md", "report.html"):
+        text = (report / doc).read_text()
+        assert "1 failed cell(s) (failures.json)" in text and "bm25-pisa on mine: RuntimeError: injected" in text
+    wtl = pd.read_csv(report / "win_tie_loss.csv")
+    row = wtl[(wtl["system"] == "bm25-k12") & (wtl["measure"] == "AP")].iloc[0]
+    assert (row["datasets"], row["baseline_missing"]) == (1, 1)  # vaswani compared; mine had no baseline
+    assert "bm25-pisa (failed on 1 dataset(s))" in (report / "report.md").read_text()
 
 
 # -- 3. a docs file changed after it was hashed is never cached under the old hash --------------------------
@@ -184,6 +197,72 @@ def test_changed_staged_data_is_picked_up(tmp_path, staged):
     after = ap(tmp_path / "cache")
     assert after != before
     assert after == ap(tmp_path / "cache2")  # the same as a fresh cache on the new data
+
+
+# -- 5b. the cache's copy of the staged data is verified, not trusted (issue 32) ---------------------------------
+def _flip(path: Path, old: bytes, new: bytes) -> None:
+    data = path.read_bytes()
+    assert data.count(old) >= 1 and len(old) == len(new)
+    path.write_bytes(data.replace(old, new, 1))
+
+
+@pytest.mark.slow  # three CLI runs on vaswani: ~50 s on 2 shared cores
+def test_a_corrupted_copy_of_staged_data_is_recopied_never_keyed_as_the_right_data(tmp_path, staged):
+    """One byte changed in the cache's copy of vaswani's queries, then of its documents: each next run names the
+    copy, copies it again from the staged home and computes (or reuses) the result of the right bytes only."""
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("name: s\ndatasets: [vaswani]\nretrievers: [bm25-pisa]\nmeasures: [AP]\n")
+    env = {**ENV, "IRGRID_IRDS_STAGED": str(staged)}
+    env.pop("IR_DATASETS_HOME", None)  # the cache's own copy: <cache>/irds
+    cache, out = tmp_path / "cache", tmp_path / "out"
+
+    def run() -> tuple[float, str]:
+        proc = _cli("run", str(exp), "--cache", str(cache), "--out", str(out), env=env)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return _value(pd.read_csv(out / "results.csv"), "bm25-pisa"), proc.stderr
+
+    right, _ = run()
+    runs = sorted((cache / "runs").rglob("*.res.gz"))
+    copy = cache / "irds" / "vaswani"
+    for name, old, new in (("queries.txt", b"MEASUREMENT OF DIELECTRIC", b"XEASUREMENT OF DIELECTRIC"),
+                           ("docs.txt", b"\n1239\n", b"\n1x39\n")):  # a query's word; a relevant document's id
+        _flip(copy / name, old, new)
+        shutil.rmtree(cache / "runs")  # a new cell computes: from the repaired copy only
+        if name == "docs.txt":  # and builds the index again
+            shutil.rmtree(cache / "indexes")
+        value, stderr = run()
+        assert f"{copy / name} does not match the staged file" in stderr and "copied again" in stderr, stderr[-2000:]
+        assert value == right  # computed from the right bytes (the bad copy gives another AP) ...
+        assert (copy / name).read_bytes() == (staged / "vaswani" / name).read_bytes()
+        assert sorted((cache / "runs").rglob("*.res.gz")) == runs  # ... and stored under their key
+    _, stderr = run()  # verified once per process: a clean copy costs no warning
+    assert "staged data" not in stderr
+
+
+def test_staged_copy_deleted_or_edited_in_process_is_copied_again(tmp_path, staged, monkeypatch, caplog):
+    """In one process (a notebook): the copy checked once, then re-hashed only when its size/mtime changes; a
+    deleted cache home (deleted mid-run) is seeded again instead of ir_datasets trying to download."""
+    from irgrid.core import settings
+    from irgrid.data import datasets
+
+    home = tmp_path / "irds"
+    monkeypatch.setattr(settings, "irds_home", lambda: home)
+    datasets._seed(staged, home)
+    monkeypatch.setattr(datasets, "ensure_irds_home", lambda: home)
+    monkeypatch.setattr(datasets, "RECHECK_SECONDS", 0.0)  # as if the next call came seconds later
+    key = datasets.staged_fingerprint("vaswani")
+    queries = home / "vaswani" / "queries.txt"
+    _flip(queries, b"MEASUREMENT", b"XEASUREMENT")
+    with caplog.at_level("WARNING", logger="irgrid.data.datasets"):
+        assert datasets.staged_fingerprint("vaswani") == key
+    assert f"{queries} does not match" in caplog.text
+    assert queries.read_bytes() == (staged / "vaswani" / "queries.txt").read_bytes()
+    caplog.clear()
+    shutil.rmtree(home)
+    with caplog.at_level("WARNING", logger="irgrid.data.datasets"):
+        assert datasets.staged_fingerprint("vaswani") == key
+    assert "lost its copy of the staged data" in caplog.text
+    assert queries.read_bytes() == (staged / "vaswani" / "queries.txt").read_bytes()
 
 
 # -- 6. a corrupt run meta is named, moved aside and recomputed; it breaks nothing else --------------------------
@@ -283,6 +362,12 @@ def test_bad_device_is_one_clear_error(tmp_path):
     proc = _cli("run", str(experiment_yaml(tmp_path, name="x", datasets="[vaswani]")), "--dry-run",
                 env={**ENV, "IRGRID_DEVICE": "gpu"})
     assert proc.returncode == 2 and "IRGRID_DEVICE='gpu'" in proc.stderr and "Traceback" not in proc.stderr
+    import torch
+
+    if not torch.cuda.is_available():  # asked for, not there: one error naming the setting, before any cell
+        proc = _cli("run", str(experiment_yaml(tmp_path, name="x", datasets="[vaswani]")), "--dry-run",
+                    env={**ENV, "IRGRID_DEVICE": "cuda"})
+        assert proc.returncode == 2 and "IRGRID_DEVICE=cuda: CUDA is not available" in proc.stderr, proc.stderr
 
 
 def test_out_that_is_a_file_fails_before_any_cell(slice_root, tmp_path):
@@ -306,13 +391,20 @@ def test_native_chatter_is_off_unless_verbose_and_cache_file_is_refused(slice_ro
     assert proc.returncode == 2 and "is a file" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_unstaged_dataset_is_a_recorded_failure_with_the_staging_hint(tmp_path):
-    spec = from_dict({"datasets": ["beir/nfcorpus/test", "vaswani"], "retrievers": ["bm25-pisa"], "measures": ["AP"]})
+def test_unstaged_dataset_is_a_recorded_failure_with_the_staging_hint(tmp_path, capfd):
+    """One mirror (a ConnectionError) or several (ir_datasets' RuntimeError 'All download sources failed', issue
+    32): both get the staging hint, and ir_datasets' download retries are not printed (only with -v)."""
+    spec = from_dict({"datasets": ["beir/nfcorpus/test", "cranfield", "vaswani"], "retrievers": ["bm25-pisa"],
+                      "measures": ["AP"]})
     results = grid.run(spec, out=tmp_path / "out", store=Store(tmp_path / "cache"))
     failures = results.attrs["failures"]
-    assert [(f.dataset, f.retriever) for f in failures] == [("beir/nfcorpus/test", "bm25-pisa")]
-    assert "not staged" in failures[0].error and "IRGRID_IRDS_STAGED" in failures[0].error
+    assert [(f.dataset, f.retriever) for f in failures] == [("beir/nfcorpus/test", "bm25-pisa"),
+                                                            ("cranfield", "bm25-pisa")]
+    for failure in failures:
+        assert "not staged" in failure.error and "IRGRID_IRDS_STAGED" in failure.error, failure.error
     assert set(results["dataset"]) == {"vaswani"}
+    printed = capfd.readouterr()
+    assert "download error" not in printed.err + printed.out and "Download failed" not in printed.err
 
 
 # -- 11. a full disk under the cache: the native builder's abort fails that index, named, the grid survives ------
@@ -335,6 +427,55 @@ def test_full_disk_is_reported_in_words_and_the_grid_survives(tmp_path):
         assert not list((disk / "cache").glob("indexes/*/*"))  # nothing half-built published
     finally:
         subprocess.run(["umount", str(disk)], capture_output=True)
+
+
+def test_full_out_disk_is_named_not_the_cache(slice_root, tmp_path):
+    """A copy from the cache into a full --out: shutil names the source (a cache file) first; the error names the
+    --out file, whose disk is the full one (issue 32)."""
+    disk = tmp_path / "tiny"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("cannot mount a 16 KiB tmpfs here (needs root)")
+    try:
+        root = _copy_slice(slice_root, tmp_path)
+        proc = _cli("run", str(experiment_yaml(root)), "--cache", str(tmp_path / "cache"), "--out", str(disk / "out"))
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        line = proc.stderr.strip().splitlines()[-1]
+        assert line.startswith(f"irgrid: error: no space left on the device of {disk / 'out'}"), line
+        assert str(tmp_path / "cache") not in line and "MiB free" in line
+    finally:
+        subprocess.run(["umount", str(disk)], capture_output=True)
+
+
+def test_a_reused_out_keeps_no_qrels_or_runs_of_the_earlier_experiment(slice_root, tmp_path):
+    root = _copy_slice(slice_root, tmp_path)
+    out, store = tmp_path / "out", Store(tmp_path / "cache")
+    for name in ("first-exp", "second-exp"):
+        grid.run(load(experiment_yaml(root, name=name)), out=out, store=store)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert sorted(p.name for p in (out / "qrels").iterdir()) == ["second-exp.qrels"]
+    assert not [f for f in manifest["files"] if "first-exp" in f], manifest["files"]
+    assert "qrels/second-exp.qrels" in manifest["files"]
+
+
+def test_python_api_run_of_a_dict_and_bad_queries(slice_root, tmp_path, monkeypatch):
+    """`irgrid.run(dict)` as its docstring offers; a None/number/NaN query through `irgrid.pipeline` is one
+    ValueError naming the query, not PISA's SystemError (issue 32)."""
+    import irgrid
+
+    monkeypatch.setenv("IRGRID_CACHE", str(tmp_path / "cache"))
+    root = _copy_slice(slice_root, tmp_path)
+    data = {"collections": [{"name": "api-dict", "docs": str(root / "data/docs.tsv"),
+                             "topics": str(root / "data/topics.tsv"), "qrels": str(root / "data/qrels.txt")}],
+            "datasets": ["api-dict"], "retrievers": ["bm25-pisa"], "measures": ["AP"]}
+    results = irgrid.run(data)
+    assert _value(results, "bm25-pisa") > 0 and not results.attrs["failures"]
+    spec = from_dict(data)
+    pipe = irgrid.pipeline("bm25-pisa", spec.datasets[0])
+    assert len(pipe.search("protein folding")) > 0
+    for query in (None, 3, float("nan")):
+        with pytest.raises(ValueError, match="is not text"):
+            pipe.search(query)
 
 
 def test_second_grid_on_the_same_out_is_refused_at_once(slice_root, tmp_path):

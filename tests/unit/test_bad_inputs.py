@@ -25,3 +25,49 @@ def test_spec_errors(patch, expected):
 def test_missing_file():
     with pytest.raises(ExperimentError, match="does-not-exist.yaml does not exist"):
         load("does-not-exist.yaml")
+
+
+# -- issue 32: fusion weights range-checked; a huge expression is one error, not a RecursionError ----------------
+@pytest.mark.parametrize("pipeline, expected", [
+    ("1e999 * bm25 + 0.3 * bm25-pisa", "weight 1e309 is outside (0, 1e+06]"),
+    ("-0.5 * bm25 + bm25-pisa", "weight -0.5 is outside (0, 1e+06]"),
+    ("0 * bm25 + 0 * bm25-pisa", "weight 0 is outside (0, 1e+06]"),
+    (" + ".join(["bm25-pisa"] * 3000), "3000 pipeline names in one expression; at most 200"),
+    ("(" * 300 + "bm25" + ")" * 300, "is not a valid expression"),
+])
+def test_bad_fusion_weights_and_huge_expressions(pipeline, expected):
+    with pytest.raises(ExperimentError) as e:
+        from_dict({"datasets": ["vaswani"], "measures": ["AP"],
+                   "retrievers": ["bm25-pisa", {"as": "fused", "pipeline": pipeline}]}, source="exp.yaml")
+    assert expected in str(e.value) and len(str(e.value)) < 600, str(e.value)[:600]
+
+
+# -- issue 32: the Python door gets the YAML's checks -------------------------------------------------------------
+def test_python_api_options_names_and_keys_are_checked():
+    import irgrid
+    from irgrid.core.registry import UnknownNameError
+    from irgrid.core.retrievers import OptionValueError
+    from irgrid.runner.expressions import ExpressionError
+
+    entry = irgrid.retriever("bm25-pisa")
+    for options, expected in (({"k1": -1}, "option k1: -1 is outside"), ({"num_results": 0}, "num_results: 0"),
+                              ({"k1": "abc"}, "option k1: expected a number, got 'abc'")):
+        with pytest.raises(OptionValueError, match=expected):
+            entry.with_options(**options)
+    assert entry.with_options(k1=1.2).options["k1"] == 1.2
+    with pytest.raises(UnknownNameError, match="a retriever name is text, got None"):
+        irgrid.retriever(None)
+    with pytest.raises(ExpressionError, match=r"keys \['mine'\] name no extra pipeline"):
+        irgrid.run({"datasets": ["vaswani"], "retrievers": ["bm25-pisa"], "measures": ["AP"]}, keys={"mine": "v1"})
+
+
+@pytest.mark.parametrize("query", [None, 7, float("nan")])
+def test_a_query_that_is_not_text_is_one_clear_error(query):
+    import pandas as pd
+
+    from irgrid.runner.transforms import CheckQueries
+
+    topics = pd.DataFrame({"qid": ["q1", "q2"], "query": ["fine", query]})
+    with pytest.raises(ValueError, match=r"\(qid 'q2'\) is not text: 1 of 2 queries are not str"):
+        CheckQueries()(topics)
+    assert len(CheckQueries()(topics.head(1))) == 1 and len(CheckQueries()(topics.head(0))) == 0

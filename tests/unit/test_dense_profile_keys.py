@@ -36,9 +36,12 @@ def test_experiment_holds_both_profiles_of_one_entry():
     }, source="exp.yaml")
     paper, card, longer, bm25 = spec.retrievers
     assert (paper.name, paper.profile, card.profile, bm25.profile) == ("nv-embed-v2-paper", "paper", "card", "card")
-    assert spec_of(paper).render("q?", "q") == "Given a question, retrieve passages that answer the questionq?</s>"
-    assert spec_of(card).render("q?", "q").startswith("Instruct: ")
-    assert spec_of(paper, "d").doc_fields == ("text",) and spec_of(card, "d").doc_fields == ("title", "text")
+    # the release (nvembed.py@4bedb75) sends the card's prompt and fields, with 512 tokens and its own prompt mask
+    assert spec_of(paper).render("q?", "q") == spec_of(card).render("q?", "q") == \
+        "Instruct: Given a question, retrieve passages that answer the question\nQuery: q?</s>"
+    assert (spec_of(paper).query_max_length, spec_of(card).query_max_length) == (512, 32768)
+    assert (spec_of(paper).prompt_mask_specials, spec_of(card).prompt_mask_specials) == (False, True)
+    assert spec_of(paper, "d").doc_fields == spec_of(card, "d").doc_fields == ("title", "text")
     assert paper.key() != card.key() and card.key() == RETRIEVERS.get("nv-embed-v2").key()
     # options apply on top of the profile: the paper's prompt is kept, the length is the item's
     assert longer.profile == "paper" and spec_of(longer).query_max_length == 8192

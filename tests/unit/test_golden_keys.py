@@ -27,6 +27,8 @@ MANIFEST = {
     "vaswani/docs.txt": [2_000_000, 1, "d" * 64],
 }
 HOW = "pytest tests/unit/test_golden_keys.py --update-golden"
+PER_DATASET_ENTRIES = ["colbertv2", "jina-embeddings-v3"]
+PER_DATASET_SETS = ["beir/scifact/test", "beir/arguana/test", "beir/climate-fever/test"]
 
 
 def _keys(tmp_path: Path) -> dict:
@@ -59,7 +61,19 @@ def _keys(tmp_path: Path) -> dict:
                 "run": store.run_path(retriever, ds).name,
                 "index": store.index_dir(retriever.index, ds).name if retriever.index else None,
             }
-    return {"entries": entries, "datasets": sets, "staged_fingerprints": fingerprints, "quickstart_cells": cells}
+    # cells whose `paper` profile sets a value for their dataset (colbert.py@4bedb75 query_maxlen on ArguAna and
+    # Climate-FEVER; dense_encoder.py@4bedb75 Jina v3 without a task on ArguAna) and the same entries elsewhere
+    per_dataset = {}
+    for name in PER_DATASET_ENTRIES:
+        for profile in ("card", "paper"):
+            entry = get(name).with_profile(profile)
+            for ds_name in PER_DATASET_SETS:
+                ds = datasets.get(ds_name)
+                cell = entry.for_dataset(ds)
+                per_dataset[f"{name}@{profile} | {ds_name}"] = {
+                    "run": store.run_path(cell, ds).name, "index": store.index_dir(cell.index, ds).name}
+    return {"entries": entries, "datasets": sets, "staged_fingerprints": fingerprints, "quickstart_cells": cells,
+            "per_dataset_cells": per_dataset}
 
 
 def test_cache_keys_are_the_golden_ones(tmp_path, monkeypatch, request):

@@ -66,3 +66,72 @@ def test_malformed_collection_files_name_file_and_line(tmp_path, role, content, 
         load(experiment_yaml(tmp_path, name=f"bad-{role}-{abs(hash(str(content))) % 10**6}"))
     msg = str(e.value)
     assert expected in msg and "collections[0]" in msg, msg
+
+
+# -- TREC topics (issue 32): a file cut mid-topic is refused, <title>-only topics are read -------------------------
+def _trec(qids, title_only: bool = False) -> str:
+    extra = "" if title_only else "<desc> Description:\nabout it\n\n<narr> Narrative:\nrelevant if so\n\n"
+    return "".join(f"<top>\n<num> Number: {q}\n<title> query {q}\n\n{extra}</top>\n\n" for q in qids)
+
+
+def _trec_collection(tmp_path, topics: str, name: str):
+    data = tmp_path / "data"
+    data.mkdir(exist_ok=True)
+    (data / "docs.tsv").write_text("D1\tt\tquery one\nD2\tt\tquery two\n")
+    (data / "topics.trec").write_text(topics)
+    (data / "qrels.txt").write_text("".join(f"{q} 0 D1 1\n" for q in ("1", "2", "3")))
+    exp = experiment_yaml(tmp_path, name=name)
+    exp.write_text(exp.read_text().replace("topics.tsv", "topics.trec"))
+    return load(exp)
+
+
+def test_trec_topics_cut_mid_topic_are_refused_with_the_line(tmp_path):
+    text = _trec(["1", "2", "3"])
+    cut = text[: text.index("<title> query 3") + 9]  # the last topic loses its end
+    with pytest.raises(ExperimentError, match=r"topics.trec: the topic opened on line 25 has no </top> "
+                                              r"\(the file is cut mid-topic\?\)"):
+        _trec_collection(tmp_path, cut, "trec-cut")
+
+
+def test_title_only_trec_topics_are_read(tmp_path, caplog):
+    from irgrid.data import byo, loaders
+
+    with pytest.raises(ExperimentError, match="no <num>"):  # the files in place (the collection is refused)
+        _trec_collection(tmp_path, "<top>\n<title> x\n</top>\n", "trec-title-only")
+    data = tmp_path / "data"
+    (data / "topics.trec").write_text(_trec(["1", "2"], title_only=True))
+    paths = {role: data / name for role, name in (("docs", "docs.tsv"), ("topics", "topics.trec"),
+                                                  ("qrels", "qrels.txt"))}
+    # load()'s own checks, without its last step (which opens ir_datasets: the integration tier's)
+    byo._validate(paths, "tsv", "trec", {r: loaders.file_sha(p) for r, p in paths.items()}, "collections[0]")
+    topics = list(loaders.VerifiedTrecQueries(data / "topics.trec", None).queries_iter())
+    assert [(q.query_id, q.title, q.description) for q in topics] == [("1", "query 1", ""), ("2", "query 2", "")]
+    assert "1 of 3 judged queries of qrels.txt are not in topics.trec (e.g. ['3']" in caplog.text
+
+
+@pytest.mark.parametrize("topics, expected", [
+    ("<top>\n<title> no number\n</top>\n", "topic of line 1: no <num>"),
+    ("<top>\n<num> Number: 1\n<title> a\n<top>\n", "line 4: <top> before the topic of line 1 was closed"),
+    (_trec(["1"]) + _trec(["1"]), "query id '1' already on line 1"),
+])
+def test_malformed_trec_topics_name_the_line(tmp_path, topics, expected):
+    with pytest.raises(ExperimentError, match=expected):
+        _trec_collection(tmp_path, topics, f"trec-bad-{abs(hash(topics)) % 10**6}")
+
+
+def test_a_big_experiment_is_read_with_libyaml_and_stays_strict(tmp_path):
+    """A 1 MiB file of 18,000 variants took minutes with PyYAML's pure-Python parser (issue 32): libyaml reads it
+    where PyYAML has it, with aliases and repeated keys still refused."""
+    import yaml
+
+    from irgrid.core import yamlsafe
+
+    assert (yamlsafe._FastLoader is not None) == bool(yaml.__with_libyaml__)
+    path = tmp_path / "many.yaml"
+    path.write_text("name: many\ndatasets: [vaswani]\nmeasures: [AP]\nretrievers:\n" + "".join(
+        f"  - {{name: bm25-pisa, as: b{i}, options: {{k1: {0.5 + i / 1e4}}}}}\n" for i in range(3000)))
+    spec = load(path)
+    assert len(spec.retrievers) == 3000 and spec.retrievers[2999].name == "b2999"
+    path.write_text(path.read_text() + "  - {name: bm25-pisa, as: b7}\n")
+    with pytest.raises(ExperimentError, match=r"\['b7'\] appear twice"):
+        load(path)

@@ -14,6 +14,7 @@ MINILM = ModelRef("sentence-transformers/all-MiniLM-L6-v2", "8b3219a92973c328a8e
 
 
 def test_explicit_mapping_wins(tmp_path):
+    (tmp_path / "config.json").write_text("{}")  # a model folder (an empty one is refused, below)
     register_local(MINILM.id, tmp_path)
     r = resolve(MINILM)
     assert (r.source, r.location) == ("mapping", str(tmp_path))
@@ -22,6 +23,7 @@ def test_explicit_mapping_wins(tmp_path):
 def test_mapping_file_by_revision(tmp_path, monkeypatch):
     folder = tmp_path / "model"
     folder.mkdir()
+    (folder / "config.json").write_text("{}")
     mapping = tmp_path / "models.yaml"
     mapping.write_text(f"'org/model@abc123': {folder}\n")
     monkeypatch.setenv("IRGRID_MODELS", str(mapping))
@@ -164,3 +166,27 @@ def test_pick_device_follows_the_argument_then_the_setting(monkeypatch):
     monkeypatch.setenv("IRGRID_DEVICE", "gpu0")
     with pytest.raises(SettingsError, match="IRGRID_DEVICE='gpu0'"):
         pick_device(None)
+
+
+def test_mapping_to_an_empty_or_non_model_folder_is_refused_before_any_cell(tmp_path):
+    """`--dry-run` (check_only) says so, instead of "to run" and a tokenizer error later (issue 32)."""
+    register_local("org/empty", tmp_path)
+    with pytest.raises(ModelUnavailableError, match=rf"mapped to {tmp_path}, an empty folder .*--local-dir"):
+        resolve("org/empty", check_only=True)
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(ModelUnavailableError, match="a folder without config.json"):
+        resolve("org/empty", check_only=True)
+
+
+def test_cuda_asked_for_where_there_is_none_names_the_setting(monkeypatch):
+    import torch
+
+    from irgrid.core import settings
+    from irgrid.core.settings import SettingsError
+
+    monkeypatch.setattr(settings, "_DEVICES", {})
+    monkeypatch.setenv("IRGRID_DEVICE", "cuda:7" if torch.cuda.is_available() else "cuda")
+    if torch.cuda.is_available() and torch.cuda.device_count() > 7:
+        pytest.skip("this machine has a GPU 7")
+    with pytest.raises(SettingsError, match=r"IRGRID_DEVICE=cuda.*(CUDA is not available|no GPU 7).*IRGRID_DEVICE=cpu"):
+        settings.device()

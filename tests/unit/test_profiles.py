@@ -47,7 +47,7 @@ def test_unknown_profile_and_bad_setting_are_clear_errors():
 def test_differences_lists_only_disagreements_with_sources():
     rows = profiles.differences({"paper": {"a": Setting(1, "p.py"), "b": Setting(2, "p.py")},
                                  "card": {"a": Setting(1, "card"), "b": Setting(3, "card")}})
-    assert rows == [{"setting": "b", "paper": 2, "paper_source": "p.py", "card": 3, "card_source": "card"}]
+    assert rows == [{"setting": "b", "paper": 2, "paper_source": "p.py", "card": 3, "card_source": "card", "note": ""}]
 
 
 def test_every_registered_profile_applies():
@@ -99,3 +99,44 @@ def test_paper_experiment_uses_the_paper_profile_and_rules():
     assert from_dict(base).self_matches == "catalog" and from_dict(base).retrievers[0].profile == "card"
     with pytest.raises(ExperimentError, match="self_matches: 'papr' is not one of"):
         from_dict({**base, "self_matches": "papr"})
+
+
+def test_every_paper_setting_cites_the_release(capsys):
+    """`irgrid list --profiles --check`: each entry's paper settings (shared depth included) cite a file of the
+    paper's code at the release commit (or an older commit named with the release); it exits 0 only then."""
+    from irgrid.cli import fidelity, main
+    from irgrid.core.paper_code import RELEASE
+
+    rows = fidelity(list(retrievers.RETRIEVERS))
+    assert len(rows) == 34 and all(r["status"] == "ok" and RELEASE in r["commit"].split(",") for r in rows), \
+        [r for r in rows if r["status"] != "ok"]
+    assert main(["list", "--profiles", "--check"]) == 0
+    assert f"34/34 entries: every paper setting cites valentinsvelev/retriever-evaluation@{RELEASE}" in \
+        capsys.readouterr().out
+
+
+def test_a_paper_setting_without_a_commit_is_refused(capsys):
+    from irgrid.cli import cmd_fidelity, fidelity
+
+    release = "valentinsvelev/retriever-evaluation:src/run.py@4bedb75 run()"
+    bad = [_entry(paper={"k1": Setting(1.2, "valentinsvelev/retriever-evaluation:src/run.py: set_bm25"),
+                         "b": Setting(0.5, release)}),
+           dataclasses.replace(_entry(paper={"k1": Setting(1.2, "valentinsvelev/retriever-evaluation:src/run.py@"
+                                                                "f8a7b63 set_bm25")}), name="older-commit"),
+           dataclasses.replace(_entry(paper={"k1": Setting(1.2, "somewhere.py")}), name="not-the-paper")]
+    rows = fidelity(bad)
+    assert [(r["name"], r["status"], r["unsourced"]) for r in rows] == [
+        ("bm25-pisa-profiled", "MISSING", "k1"), ("older-commit", "MISSING", "k1"), ("not-the-paper", "MISSING", "k1")]
+    assert cmd_fidelity(bad, "table") == 1
+    assert "0/3 entries" in capsys.readouterr().out
+
+
+def test_paper_text_note_and_per_dataset_rows():
+    """Where the paper's text differs from the code, the row carries it as a note; per-dataset values are rows."""
+    rows = profiles.differences({
+        "paper": {"k": Setting(32, "code.py@4bedb75", per_dataset={"beir/arguana": 300}, text="16")},
+        "card": {"k": Setting(32, "card")}}, agreeing=True)
+    assert [(r["setting"], r["paper"], r["card"], r["note"]) for r in rows] == [
+        ("k", 32, 32, "the paper's text: 16"), ("k [beir/arguana]", 300, 32, "")]
+    assert profiles.matches("beir/arguana", "beir/arguana/test") and profiles.matches("beir/arguana", "beir/arguana")
+    assert not profiles.matches("beir/arguana", "beir/arguana-x", None)

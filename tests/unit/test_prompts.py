@@ -28,7 +28,7 @@ EXPECTED = {
     ('ance', 'card'): (Q, D, 64, 512, 'title+text', ' ', 'cls', False, 'bf16'),
     ('ance', 'paper'): (Q, D, 512, 512, 'title+text', ' ', 'cls', True, 'fp16-autocast'),
     ('bge-large-v1.5', 'card'): ('Represent this sentence for searching relevant passages: what is x?', D, 512, 512, 'title+text', ' ', 'cls', True, 'bf16'),
-    ('bge-large-v1.5', 'paper'): (Q, 'Body text.', 512, 512, 'text', ' ', 'cls', True, 'fp16'),
+    ('bge-large-v1.5', 'paper'): (Q, D, 512, 512, 'title+text', ' ', 'cls', True, 'fp16'),
     ('coco-dr-large', 'card'): (Q, D, 512, 512, 'title+text', ' ', 'cls', False, 'bf16'),
     ('coco-dr-large', 'paper'): (Q, D, 512, 512, 'title+text', ' ', 'cls', False, 'fp16-autocast'),
     ('cocondenser', 'card'): (Q, D, 512, 512, 'title+text', ' ', 'cls', False, 'bf16'),
@@ -42,7 +42,7 @@ EXPECTED = {
     ('dragon-plus', 'card'): (Q, D, 512, 512, 'title+text', ' ', 'cls', False, 'bf16'),
     ('dragon-plus', 'paper'): (Q, D, 512, 512, 'title+text', ' ', 'cls', False, 'fp16-autocast'),
     ('embeddinggemma', 'card'): ('task: search result | query: what is x?', 'title: Title. | text: Body text.', 2048, 2048, 'title+text', ' | text: ', 'mean', True, 'bf16'),
-    ('embeddinggemma', 'paper'): (Q, D, 2048, 2048, 'title+text', ' ', 'mean', True, 'fp32'),
+    ('embeddinggemma', 'paper'): ('task: search result | query: task: search result | query: what is x?', 'title: none | text: title: Title. | text: Body text.', 2048, 2048, 'title+text', ' | text: ', 'mean', True, 'fp32'),
     ('gritlm', 'card'): ('<|user|>\nGiven a question, retrieve passages that answer the question\n<|embed|>\nwhat is x?', '<|embed|>\nTitle. Body text.', 512, 512, 'title+text', ' ', 'mean', True, 'bf16'),
     ('gritlm', 'paper'): ('<|user|>\nGiven a question, retrieve passages that answer the question:\n<|embed|>\nwhat is x?', '<|embed|>\nTitle. Body text.', 512, 512, 'title+text', ' ', 'mean', True, 'fp16'),
     ('gte-large-v1.5', 'card'): (Q, D, 8192, 8192, 'title+text', ' ', 'cls', True, 'bf16'),
@@ -50,19 +50,19 @@ EXPECTED = {
     ('gtr-large', 'card'): (Q, D, 512, 512, 'title+text', ' ', 'mean', True, 'bf16'),
     ('gtr-large', 'paper'): (Q, D, 512, 512, 'title+text', ' ', 'mean', True, 'fp32'),
     ('instructor-large', 'card'): ('Represent the Wikipedia question for retrieving supporting documents: what is x?', 'Represent the Wikipedia document for retrieval: Title. Body text.', 512, 512, 'title+text', ' ', 'mean', True, 'bf16'),
-    ('instructor-large', 'paper'): ('Represent the question: what is x?', 'Represent the document: Body text.', 512, 512, 'text', ' ', 'mean', True, 'fp32'),
+    ('instructor-large', 'paper'): (Q, D, 512, 512, 'title+text', ' ', 'mean', True, 'fp32'),
     ('jina-embeddings-v3', 'card'): ('Represent the query for retrieving evidence documents: what is x?', 'Represent the document for retrieval: Title. Body text.', 8192, 8192, 'title+text', ' ', 'mean', True, 'bf16'),
     ('jina-embeddings-v3', 'paper'): ('Represent the query for retrieving evidence documents: what is x?', 'Represent the document for retrieval: Title. Body text.', 8192, 8192, 'title+text', ' ', 'mean', True, 'fp32'),
     ('kalm-embedding-v2.5', 'card'): ('Instruct: Given a query, retrieve documents that answer the query. \n Query: what is x?', D, 512, 512, 'title+text', ' ', 'mean', True, 'bf16'),
     ('kalm-embedding-v2.5', 'paper'): (Q, D, 512, 512, 'title+text', ' ', 'mean', True, 'fp32'),
     ('llm2vec', 'card'): ('Given a web search query, retrieve relevant passages that answer the query: what is x?', D, 512, 512, 'title+text', ' ', 'mean', True, 'bf16'),
-    ('llm2vec', 'paper'): (('Given a web search query, retrieve relevant passages that answer the query:', Q), 'Body text.', 512, 512, 'text', ' ', 'mean', True, 'bf16'),
+    ('llm2vec', 'paper'): (('Given a web search query, retrieve relevant passages that answer the query:', Q), D, 512, 512, 'title+text', ' ', 'mean', True, 'bf16'),
     ('me5-large', 'card'): ('Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery: what is x?', D, 512, 512, 'title+text', ' ', 'mean', True, 'bf16'),
     ('me5-large', 'paper'): ('Instruct: Retrieve passages that answer this question.\nQuery: what is x?', 'Passage: Title. Body text.', 512, 512, 'title+text', ' ', 'mean', True, 'fp16-autocast'),
     ('nomic-embed-v1.5', 'card'): ('search_query: what is x?', 'search_document: Title. Body text.', 8192, 8192, 'title+text', ' ', 'mean', True, 'bf16'),
     ('nomic-embed-v1.5', 'paper'): ('search_query: what is x?', 'search_document: Title. Body text.', 512, 512, 'title+text', ' ', 'mean', True, 'fp16-autocast'),
     ('nv-embed-v2', 'card'): ('Instruct: Given a question, retrieve passages that answer the question\nQuery: what is x?</s>', 'Title. Body text.</s>', 32768, 32768, 'title+text', ' ', 'latent-attention', True, 'bf16'),
-    ('nv-embed-v2', 'paper'): ('Given a question, retrieve passages that answer the questionwhat is x?</s>', 'Body text.</s>', 4096, 4096, 'text', ' ', 'latent-attention', True, 'bf16'),
+    ('nv-embed-v2', 'paper'): ('Instruct: Given a question, retrieve passages that answer the question\nQuery: what is x?</s>', 'Title. Body text.</s>', 512, 512, 'title+text', ' ', 'latent-attention', True, 'bf16'),
     ('qwen3-embedding-0.6b', 'card'): ('Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:what is x?', D, 8192, 8192, 'title+text', ' ', 'last', True, 'bf16'),
     ('qwen3-embedding-0.6b', 'paper'): ('Instruct: Retrieve passages that answer this query\nQuery: what is x?', D, 512, 512, 'title+text', ' ', 'last', True, 'fp16-autocast'),
     ('repllama', 'card'): ('query: what is x?</s>', 'passage: Title. Body text.</s>', 512, 1024, 'title+text', ' ', 'last', True, 'bf16'),
@@ -103,16 +103,63 @@ def test_card_profile_is_the_entry_itself(name: str):
     assert card.key() == entry.key() and card.index.key() == entry.index.key()
 
 
+# the values a profile sets on named datasets (the release's per-dataset code paths), as the cell on that dataset
+# sends them: (entry, dataset): (query input, document input, query length, adapters)
+PER_DATASET = {
+    ('colbertv2', 'beir/scifact/test'): ('. what is x?', '. Title. Body text.', 32, None),
+    ('colbertv2', 'beir/arguana/test'): ('. what is x?', '. Title. Body text.', 300, None),
+    ('colbertv2', 'beir/climate-fever/test'): ('. what is x?', '. Title. Body text.', 64, None),
+    ('jina-embeddings-v3', 'beir/scifact/test'): ('Represent the query for retrieving evidence documents: what is x?',
+                                                  'Represent the document for retrieval: Title. Body text.', 8192,
+                                                  ('retrieval.query', 'retrieval.passage')),
+    ('jina-embeddings-v3', 'beir/arguana/test'): (Q, D, 8192, None),
+}
+
+
+@pytest.mark.parametrize("name,dataset", sorted(PER_DATASET))
+def test_paper_profile_per_dataset(name: str, dataset: str):
+    """colbert.py@4bedb75: query_maxlen 300 on ArguAna, 64 on Climate-FEVER, else 32; dense_encoder.py@4bedb75:
+    Jina v3 without a task on ArguAna. The card runs one configuration everywhere; a cell's key follows its values."""
+    from irgrid.data import datasets
+
+    ds = datasets.get(dataset)
+    entry = RETRIEVERS.get(name).with_profile("paper")
+    cell = entry.for_dataset(ds)
+    q, d = spec_of(cell, "q"), spec_of(cell, "d")
+    assert (q.render(Q, "q"), d.render(d.document(R), "d"), q.query_max_length, q.adapters) == PER_DATASET[(name, dataset)]
+    assert (cell.key() == entry.key()) == (dataset == "beir/scifact/test")
+    # ColBERTv2's query length is query-side: the index is shared; Jina's task changes the documents' vectors too
+    assert (cell.index.key() == entry.index.key()) == (name == "colbertv2" or dataset == "beir/scifact/test")
+    card = RETRIEVERS.get(name).with_profile("card")
+    assert card.for_dataset(ds).key() == card.key()
+
+
+def test_an_explicit_option_holds_on_every_dataset():
+    """An experiment's own option wins over the profile's per-dataset value."""
+    from irgrid.runner.experiment import from_dict
+
+    spec = from_dict({"datasets": ["beir/arguana/test"], "profile": "paper",
+                      "retrievers": [{"name": "colbertv2", "as": "colbert-40", "options": {"query_max_length": 40}},
+                                     "colbertv2"]})
+    mine, plain = spec.retrievers[0], spec.retrievers[1]
+    assert spec_of(mine.for_dataset(spec.datasets[0])).query_max_length == 40
+    assert spec_of(plain.for_dataset(spec.datasets[0])).query_max_length == 300
+
+
 def test_paper_settings_name_the_repository_file():
-    """Every paper setting cites a file of the paper's code; every entry of the paper has a paper profile."""
+    """Every paper setting cites a file of the paper's code at the release; every entry of the paper has a paper
+    profile."""
+    from irgrid.core.paper_code import RELEASE
+
     for name in DENSE:
         entry = RETRIEVERS.get(name)
         if entry.paper_name is None:
             continue
         assert "paper" in entry.profiles and "card" in entry.profiles, name
         for key, setting in entry.profiles["paper"].items():
-            assert re.match(r"valentinsvelev/retriever-evaluation:[\w/.]+\.(py|txt)@[0-9a-f]{7} ", setting.source), \
-                (name, key, setting.source)  # the file and the commit read
+            m = re.match(r"valentinsvelev/retriever-evaluation:[\w/.]+\.(py|txt)@([0-9a-f]{7})[ ,]", setting.source)
+            assert m, (name, key, setting.source)  # the file and the commit read
+            assert m[2] == RELEASE or f"release {RELEASE}" in setting.source, (name, key, setting.source)
         for key, setting in entry.profiles["card"].items():
             assert setting.source and "valentinsvelev" not in setting.source, (name, key)
 

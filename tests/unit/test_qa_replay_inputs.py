@@ -14,7 +14,7 @@ MCQ, OE, HUMAN = (OUTPUTS / f for f in ("mcq_answers.csv.gz", "oe_answers.jsonl.
 
 
 def test_cross_validation_is_leave_one_reader_out():
-    h = pd.read_json(HUMAN, lines=True).rename(columns={"answer_coverage": "human_coverage"})
+    h = pd.read_json(HUMAN, lines=True).rename(columns={"answer_coverage": "label_coverage"})
     scores = judges.KeypointScorer().score([list(k) for k in h["model_keypoint"]], list(h["golden_keypoint"]),
                                            scorers=["lexical"])
     cv = judges.cross_validate(h, scores, "cell_mae")
@@ -30,14 +30,36 @@ def test_cross_validation_is_leave_one_reader_out():
     assert held.notna().all() and cv["held_out"]["cell_kendall_tau"] > 0.7
 
 
-def test_bleu_conventions_by_hand():
-    # the authors' BLEU-4: 4-gram precision only (2/2 here), brevity penalty exp(1 - 6/5), no smoothing
-    assert replay.bleu4_paper("a b c d e", "a b c d e f") == pytest.approx(np.exp(1 - 6 / 5))
-    # no matching 4-gram: NLTK returns its smallest float instead of 0 when unsmoothed
-    assert replay.bleu4_paper("a b c", "a b c d") == pytest.approx(0.0, abs=1e-300)
-    assert replay.bleu4_paper("", "a b") == 0.0
-    # whitespace tokens: punctuation stays attached ("d." is not "d")
-    assert replay.bleu4_paper("a b c d.", "a b c d .") == pytest.approx(0.0, abs=1e-300)
+def test_paper_conventions_by_hand():
+    from irgrid.qa import answer_measures as measures
+
+    # "BLEU-4" as the DisastQA authors computed it: the clipped 4-gram precision (2/2 here) times the linear
+    # length ratio 5/6 (not BLEU's exp(1 - 6/5)), no smoothing
+    assert measures.bleu4_paper("a b c d e", "a b c d e f") == pytest.approx(5 / 6)
+    assert measures.bleu4_paper("a b c d e f g", "a b c d") == pytest.approx(1 / 4)  # longer: no length term
+    assert measures.bleu4_paper("a a a a a a", "a a a a") == pytest.approx(1 / 3)  # clipped: 1 of 3 4-grams
+    assert measures.bleu4_paper("A B C D", "a b c d") == 1.0  # lower-cased
+    assert measures.bleu4_paper("a b c", "a b c") == 0.0  # below 4 candidate tokens
+    assert measures.bleu4_paper("a b c d.", "a b c d .") == 0.0  # whitespace tokens: "d." is not "d"
+    assert measures.bleu4_paper("", "a b") == 0.0 and measures.bleu4_paper("a b c d", "") == 0.0
+    # ROUGE-L: LCS F1 of lower-cased whitespace tokens, no stemming, punctuation attached
+    assert measures.rouge_l_paper("The cat sat on the mat", "the cat is on the mat") == pytest.approx(5 / 6)
+    assert measures.rouge_l_paper("the cats sat", "the cat sat") == pytest.approx(2 / 3)  # no stemming
+    assert measures.rouge_l_paper("the mat.", "the mat") == pytest.approx(1 / 2)
+    assert measures.rouge_l_paper("", "the cat") == 0.0 and measures.rouge_l_paper("the cat", "") == 0.0
+    # the standard pair keeps its own convention (stemmed, punctuation split off)
+    assert measures.rouge_l("the cats sat", "the cat sat") == pytest.approx(1.0)
+    # BERTScore's baseline rescaling (bert_score rescale_with_baseline): (F - b) / (1 - b)
+    assert measures.rescale(0.9, 0.8) == pytest.approx(0.5) and measures.rescale(0.8, 0.8) == 0.0
+
+
+def test_setting_only_baseline_by_hand():
+    cells = pd.DataFrame({"model": ["a", "a", "b", "b", "c", "c"], "setting": ["base", "golden"] * 3,
+                          "label_coverage": [70.0, 90.0, 80.0, 96.0, 60.0, 93.0]})
+    b = judges.setting_baseline(cells)
+    # a/base is predicted by the base mean of b and c (70), a/golden by (96 + 93) / 2, ...
+    pred = np.array([70.0, 94.5, 65.0, 91.5, 75.0, 93.0])
+    assert b["cell_mae"] == pytest.approx(np.abs(pred - cells["label_coverage"]).mean()) and b["n_cells"] == 6
 
 
 def test_judge_names_and_errors():
@@ -63,3 +85,33 @@ def test_bad_replay_inputs(tmp_path):
     with pytest.raises(replay.ReplayError, match="did you mean qwen-3-8b"):
         replay.load(MCQ, models=["qwen-3-8"])
 
+
+
+# -- issue 32: one error line naming the file or the value, never a traceback or a silent score ------------------
+@pytest.mark.parametrize("source, name", [(MCQ, "cut.csv.gz"), (OE, "cut.jsonl.gz")])
+def test_truncated_gzip_is_named(tmp_path, source, name):
+    cut = tmp_path / name
+    cut.write_bytes(source.read_bytes()[:4000])
+    with pytest.raises(replay.ReplayError, match=rf"{cut}: cannot be read \(truncated or damaged\?\)"):
+        replay.load(cut)
+
+
+@pytest.mark.parametrize("sample", [0, -1])
+def test_sample_below_one_is_refused(sample):
+    with pytest.raises(replay.ReplayError, match=rf"--sample {sample}: .* whole number >= 1"):
+        replay.load(MCQ, sample=sample)
+
+
+def test_rows_without_the_authors_flag_or_any_answer_are_refused(tmp_path, caplog):
+    rows = pd.read_csv(MCQ, nrows=40)
+    path = tmp_path / "mcq.csv"
+    rows.assign(is_correct=rows["is_correct"].where(rows.index % 7 != 3)).to_csv(path, index=False)
+    with pytest.raises(replay.ReplayError, match=r"6 of 40 row\(s\) have no is_correct .*first: data row 4"):
+        replay.load(path)
+    rows.assign(model_answer=None).to_csv(path, index=False)
+    with pytest.raises(replay.ReplayError, match="no row has a model_answer"):
+        replay.load(path)
+    # some empty answers are what the released file has: scored as wrong, with a warning
+    rows.assign(model_answer=rows["model_answer"].where(rows.index != 5)).to_csv(path, index=False)
+    frame = replay.load(path)
+    assert len(frame) == 40 and "1 of 40 row(s) have no model_answer (first: data row 6" in caplog.text

@@ -84,6 +84,7 @@ def build_graph(spec: ExperimentSpec, store: Store, config: ExecutorConfig, out:
 
     for dataset in spec.datasets:
         for retriever in spec.retrievers:
+            retriever = retriever.for_dataset(dataset)  # the profile's per-dataset values: the cell's own key
             cid = cell_id(dataset, retriever)
             record = {"dataset": dataset.name, "retriever": retriever.name, "job": cid,
                       "run": str(store.run_path(retriever, dataset)), "meta": str(store.meta_path(retriever, dataset))}

@@ -13,7 +13,7 @@ An entry registers its card values as its defaults; `profiles["card"]` holds the
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from irgrid.core.enums import NameEnum
@@ -38,17 +38,23 @@ class Setting:
 
     value: Any
     source: str
+    # dataset -> the value on that dataset (irds id or catalog name; a prefix ending at '/' matches its splits),
+    # from the same source: e.g. ColBERTv2's query length on ArguAna. Other datasets run with `value`.
+    per_dataset: Mapping[str, Any] = field(default_factory=dict)
+    # what the paper's text says where it differs from the code the value follows (shown as a note)
+    text: str = ""
 
     def __post_init__(self) -> None:
         if not self.source or not isinstance(self.source, str):
             raise ValueError(f"setting {self.value!r} needs a source (file, card or registry it comes from)")
+        object.__setattr__(self, "per_dataset", dict(self.per_dataset))
 
 
 Profile = Mapping[str, Setting]
 
 # Settings of a profile shared by every entry that has the option (an entry's own profile settings win).
 COMMON: dict[str, dict[str, Setting]] = {
-    "paper": {"num_results": Setting(1001, "valentinsvelev/retriever-evaluation:src/run.py run(top_k=1001): 1000 "
+    "paper": {"num_results": Setting(1001, "valentinsvelev/retriever-evaluation:src/run.py@4bedb75 run(top_k=1001): 1000 "
                                            "remain after a self-match is removed")},
 }
 
@@ -77,15 +83,37 @@ def values(profile: Profile) -> dict[str, Any]:
     return {k: s.value for k, s in profile.items()}
 
 
-def differences(profiles: Mapping[str, Profile]) -> list[dict[str, Any]]:
-    """Rows (setting, paper, paper_source, card, card_source) for every setting the profiles do not agree on."""
+def dataset_values(profile: Profile) -> dict[str, dict[str, Any]]:
+    """dataset -> {option: value} for the settings a profile gives per dataset."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, setting in profile.items():
+        for dataset, value in setting.per_dataset.items():
+            out.setdefault(dataset, {})[key] = value
+    return out
+
+
+def matches(pattern: str, *names: str | None) -> bool:
+    """Whether a dataset named by any of `names` (irds id, catalog name) is `pattern` or one of its splits:
+    'beir/arguana' matches 'beir/arguana' and 'beir/arguana/test', not 'beir/arguana-x'."""
+    return any(n and (n == pattern or n.startswith(pattern.rstrip("/") + "/")) for n in names)
+
+
+def differences(profiles: Mapping[str, Profile], agreeing: bool = False) -> list[dict[str, Any]]:
+    """Rows (setting, paper, paper_source, card, card_source, note) for every setting the profiles do not agree
+    on (`agreeing`: every setting); a per-dataset value is a row of its own, 'setting [dataset]'."""
     paper, card = profiles.get("paper", {}), profiles.get("card", {})
     rows = []
     for key in sorted(set(paper) | set(card)):
         p, c = paper.get(key), card.get(key)
-        if p is not None and c is not None and p.value == c.value:
-            continue
-        rows.append({"setting": key,
-                     "paper": p.value if p else "(default)", "paper_source": p.source if p else "",
-                     "card": c.value if c else "(default)", "card_source": c.source if c else ""})
+        note = f"the paper's text: {p.text}" if p is not None and p.text else ""
+        if agreeing or not (p is not None and c is not None and p.value == c.value):
+            rows.append({"setting": key,
+                         "paper": p.value if p else "(default)", "paper_source": p.source if p else "",
+                         "card": c.value if c else "(default)", "card_source": c.source if c else "",
+                         "note": note})
+        for dataset, value in (p.per_dataset.items() if p is not None else ()):
+            own = c.per_dataset.get(dataset, c.value) if c is not None else "(default)"
+            if agreeing or value != own:
+                rows.append({"setting": f"{key} [{dataset}]", "paper": value, "paper_source": p.source,
+                             "card": own, "card_source": c.source if c is not None else "", "note": ""})
     return rows

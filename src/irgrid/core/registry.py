@@ -54,6 +54,8 @@ class Registry(Generic[T]):
 
     def get(self, name: str) -> T:
         self._ensure_loaded()
+        if not isinstance(name, str):  # difflib's TypeError otherwise (issue 32)
+            raise UnknownNameError(f"a {self.kind} name is text, got {name!r}; see `irgrid list` for the names")
         try:
             return self._items[name]
         except KeyError:

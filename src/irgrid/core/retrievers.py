@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from irgrid.core.enums import NameEnum
 from irgrid.core.hashing import canonical, config_hash
 from irgrid.core.modelref import ModelRef, Resolved
-from irgrid.core.profiles import Setting, check_name, for_entry
+from irgrid.core.profiles import Setting, check_name, dataset_values, for_entry
+from irgrid.core.profiles import matches as profile_matches
 from irgrid.core.profiles import values as profile_values
 from irgrid.core.registry import Registry
 
@@ -153,6 +154,11 @@ class Retriever:
     # named, sourced configurations (irgrid.core.profiles): option -> Setting; the defaults above are the card's
     profiles: Mapping[str, Mapping[str, Setting]] = field(default_factory=dict)
     profile: str | None = None  # the profile applied (not part of the key: the settings it changed are)
+    # dataset -> {option: value} the applied profile sets on named datasets (ColBERTv2's query length on ArguAna):
+    # applied per cell by `for_dataset`, so the value a cell runs with is in its key (this map itself is not)
+    per_dataset: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # the per-dataset values `for_dataset` applied to this (cell's) entry: for the manifest (not part of the key)
+    dataset_applied: Mapping[str, Any] = field(default_factory=dict)
     # option name -> (type, min, max) beyond `OPTION_TYPES` (not part of the key: it validates, never changes runs)
     option_types: Mapping[str, tuple[type, float | None, float | None]] = field(default_factory=dict)
     # every checkpoint is its tiny stand-in (`with_tiny_models`); kept so that re-derived variants stay tiny
@@ -198,12 +204,19 @@ class Retriever:
     def __hash__(self) -> int:
         return hash((self.name, self.key()))
 
+    def depth(self) -> int | None:
+        """The most results it returns per query (its `num_results`); None when the entry does not declare one.
+        Grids refuse deeper runs and flag measures that look deeper than this (irgrid.runner.checks)."""
+        value = self.options.get("num_results")
+        return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
     def with_options(self, name: str | None = None, **options: Any) -> Retriever:
         """A variant with some options changed; unknown option names are an error, not a silent no-op."""
         if self.derive is not None and set(options) & set(self.derive_options):
             rebuilt = self.derive({**self.options, **{k: options[k] for k in self.derive_options if k in options}})
             # a re-derived entry keeps this entry's profiles (unless it has its own) and the one applied
-            rebuilt = dataclasses.replace(rebuilt, profiles=rebuilt.profiles or self.profiles, profile=self.profile)
+            rebuilt = dataclasses.replace(rebuilt, profiles=rebuilt.profiles or self.profiles, profile=self.profile,
+                                          per_dataset=_without(self.per_dataset, options))
             if self.tiny_models:  # derived from registered (real) entries: the stand-ins follow this entry
                 rebuilt = rebuilt.with_tiny_models()
             rest = {k: v for k, v in options.items() if k not in self.derive_options}
@@ -234,7 +247,8 @@ class Retriever:
         swaps = {k: _model_from_option(v, self.all_models()[k], self.name, k) for k, v in options.items() if k in roles}
         merged = {**self.options, **{k: v for k, v in options.items() if k not in roles}}
         entry = dataclasses.replace(self, name=name or self.name, options=merged,
-                                    models={k: swaps.get(k, v) for k, v in self.models.items()})
+                                    models={k: swaps.get(k, v) for k, v in self.models.items()},
+                                    per_dataset=_without(self.per_dataset, options))
         if entry.index is not None and swaps:
             index = entry.index
             stage = index.stage
@@ -243,6 +257,9 @@ class Retriever:
             index = dataclasses.replace(index, stage=stage,
                                         models={k: swaps.get(k, v) for k, v in index.models.items()})
             entry = dataclasses.replace(entry, index=index)
+        problem = check_options(entry)  # the YAML's type and range checks, for Python callers too (issue 32)
+        if problem:
+            raise OptionValueError(entry.name, problem)
         return entry
 
     def with_tiny_models(self) -> Retriever:
@@ -267,22 +284,60 @@ class Retriever:
         key follows the values. An entry without settings for a profile has one configuration for both."""
         check_name(profile, f"retriever {self.name!r}: ")
         settings = for_entry(profile, self.profiles.get(profile, {}), self.options)
+        per_dataset = dataset_values(settings)
         try:
             entry = self.with_options(name=name, **profile_values(settings)) if settings else \
                 dataclasses.replace(self, name=name or self.name)
+            for values in per_dataset.values():  # each dataset's values are valid options too
+                entry.with_options(**values)
         except ValueError as e:
             raise ValueError(f"retriever {self.name!r}, profile {profile!r}: {e}") from e
-        return dataclasses.replace(entry, profile=profile)
+        return dataclasses.replace(entry, profile=profile, per_dataset=per_dataset)
+
+    def dataset_options(self, dataset: Any) -> dict[str, Any]:
+        """The options this entry's profile sets on `dataset` (a Dataset, or its name / irds id)."""
+        names = (dataset,) if isinstance(dataset, str) else (getattr(dataset, "name", None),
+                                                               getattr(dataset, "irds_id", None))
+        out: dict[str, Any] = {}
+        for pattern, values in self.per_dataset.items():
+            if profile_matches(pattern, *names):
+                out.update(values)
+        return out
+
+    def for_dataset(self, dataset: Any) -> Retriever:
+        """This entry as it runs on `dataset`: the profile's per-dataset values applied (the cell's key follows
+        them); unchanged on every other dataset. The name stays, so results line up across datasets."""
+        values = self.dataset_options(dataset)
+        return dataclasses.replace(self.with_options(**values), dataset_applied=values) if values else self
 
     def pipeline(self, dataset: str | None = None, **kwargs: Any) -> pt.Transformer:
         """Build this retriever for a dataset (indexing it first if needed): for scripts and notebooks.
 
         The work is the runner's, a layer above this one: it registers itself in `PIPELINE_BUILDER` when imported
         (`irgrid.retriever()` and `irgrid.pipeline()` import it), so entries stay pure data."""
-        if PIPELINE_BUILDER.get("build") is None:
+        return self._role("build", dataset, **kwargs)
+
+    # The roles an entry hands out, as PyTerrier artifacts hand out transformers (built by the runner, like
+    # `pipeline`): `retriever` is `pipeline`; `scorer` re-ranks the candidates it is given; `indexer` builds the index.
+    def retriever(self, dataset: str | None = None, **kwargs: Any) -> pt.Transformer:
+        """The first-stage retriever (same as `pipeline`). Given a result frame (a `docno` column) it re-ranks
+        exactly those candidates when the entry can score them, and raises otherwise: it never retrieves anew."""
+        return self._role("build", dataset, **kwargs)
+
+    def scorer(self, dataset: str | None = None, **kwargs: Any) -> pt.Transformer:
+        """A transformer that re-scores the candidates it receives (`bm25 % 100 >> dense.scorer(ds)`), as on the
+        right of `>>` in an experiment's pipeline expression; an error for entries that cannot score."""
+        return self._role("scorer", dataset, **kwargs)
+
+    def indexer(self, dataset: str | None = None, **kwargs: Any) -> Any:
+        """An indexer whose `index()` builds (or reuses) this entry's index of the dataset's corpus in the cache."""
+        return self._role("indexer", dataset, **kwargs)
+
+    def _role(self, role: str, dataset: Any, **kwargs: Any) -> Any:
+        if PIPELINE_BUILDER.get(role) is None:
             raise RuntimeError(f"{self.name}.pipeline() needs irgrid's runner: get entries with irgrid.retriever(name) "
                                f"or call irgrid.pipeline(entry, dataset)")
-        return PIPELINE_BUILDER["build"](self, dataset, **kwargs)
+        return PIPELINE_BUILDER[role](self, dataset, **kwargs)
 
 
 # Declared option types with ranges (issue 13): (type, minimum, maximum); None bounds are open. Entries may
@@ -293,6 +348,14 @@ OPTION_TYPES: dict[str, tuple[type, float | None, float | None]] = {
 }
 # options whose None is a value, not a missing one (what None means)
 OPTION_NULLABLE: dict[str, str] = {"top_k": "no pruning"}
+
+
+class OptionValueError(ValueError):
+    """An option value of the wrong type or out of range (`check_options`), raised by `with_options`."""
+
+    def __init__(self, entry: str, problem: str):
+        super().__init__(f"retriever {entry!r}: {problem}")
+        self.entry, self.problem = entry, problem
 
 
 def check_options(entry: Retriever) -> str | None:
@@ -311,6 +374,12 @@ def check_options(entry: Retriever) -> str | None:
             bounds = f"[{low if low is not None else '-inf'}, {high if high is not None else 'inf'}]"
             return f"option {name}: {value!r} is outside {bounds}"
     return None
+
+
+def _without(per_dataset: Mapping[str, Mapping[str, Any]], options: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per-dataset values minus the options just set: an option given explicitly holds on every dataset."""
+    out = {ds: {k: v for k, v in values.items() if k not in options} for ds, values in per_dataset.items()}
+    return {ds: values for ds, values in out.items() if values}
 
 
 def _model_from_option(value: Any, current: ModelRef, entry: str, role: str) -> ModelRef:

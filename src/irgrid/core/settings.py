@@ -53,7 +53,32 @@ def device() -> str | None:
     if not re.fullmatch(r"cpu|mps|cuda(:\d+)?", value):
         raise SettingsError(f"IRGRID_DEVICE={value!r} is not a device: use cpu, cuda, cuda:N or mps "
                             f"(or unset it to use a GPU when present)")
+    if value != "cpu":
+        problem = _device_missing(value)
+        if problem:  # every cell failed after its model loaded, without naming the setting (issue 32)
+            raise SettingsError(f"IRGRID_DEVICE={value}: {problem}; set IRGRID_DEVICE=cpu or unset it (a GPU is "
+                                f"then used when present)")
     return value
+
+
+_DEVICES: dict[str, str | None] = {}
+
+
+def _device_missing(value: str) -> str | None:
+    """Why the requested accelerator is not there (None: it is). torch is imported only here, only when an
+    accelerator is asked for, and asked once per process."""
+    if value not in _DEVICES:
+        import torch
+
+        if value == "mps":
+            ok = torch.backends.mps.is_available()
+            _DEVICES[value] = None if ok else "this machine has no MPS device (Apple GPU)"
+        elif not torch.cuda.is_available():
+            _DEVICES[value] = "CUDA is not available here (no GPU, or a CPU-only torch)"
+        else:
+            index, count = int(value.partition(":")[2] or 0), torch.cuda.device_count()
+            _DEVICES[value] = None if index < count else f"there is no GPU {index} (this machine has {count})"
+    return _DEVICES[value]
 
 
 def max_models() -> int:

@@ -9,6 +9,7 @@ collections:
     fields: [title, text]            # optional: document fields joined (default title + text)
     drop_self_matches: false         # optional: the same policies as the catalog
     measures: [nDCG@10]              # optional: listed by `irgrid datasets`
+    allow_unjudged_qrels: false      # optional: true accepts qrels whose query ids no topic has (named anyway)
 ```
 
 Paths are relative to the experiment file. Reading an entry changes no global state: the experiment's spec
@@ -34,6 +35,7 @@ SCHEMA = Schema({
     "qrels": Key(required=True), "docs_format": Key(), "topics_format": Key(),
     "fields": Key(list, hint="a list of document fields (title, text)"), "query_field": Key(str),
     "drop_self_matches": Key(bool), "measures": Key(list, hint="a list of measures"), "notes": Key(),
+    "allow_unjudged_qrels": Key(bool),
 }, missing_hint="a collection needs name, docs, topics and qrels")
 DOCS_FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".tsv": "tsv", ".txt": "tsv"}
 TOPICS_FORMATS = {".tsv": "tsv", ".txt": "trec", ".trec": "trec", ".topics": "trec"}
@@ -68,10 +70,18 @@ def _format(path: Path, given: Any, table: dict[str, str], role: str, where: str
 SCAN_DOCS_BYTES = 512 << 20  # docs files up to this size are read through at load (ids, format, encoding)
 
 
+def _examples(ids: set[str], n: int = 5) -> str:
+    """A few ids in natural order (numeric ids as numbers: 2 before 10), for a message."""
+    ordered = sorted(ids, key=lambda i: (0, int(i), "") if i.isdigit() else (1, 0, i))
+    return ", ".join(ordered[:n]) + (", ..." if len(ordered) > n else "")
+
+
 def _validate(paths: dict[str, Path], docs_format: str, topics_format: str, hashes: dict[str, str],
-              where: str) -> None:
-    """Check the files at the edge, before any cell runs: each error names the file and line. Qrels that match
-    no query or no document are warned about (they score zero, silently, otherwise)."""
+              where: str, allow_unjudged_qrels: bool = False) -> None:
+    """Check the files at the edge, before any cell runs: each error names the file and line. Qrels whose query
+    ids no topic has are an error (unless allowed): they are the sign of topics and qrels numbered differently
+    (Cranfield's original query numbers against its sequential qrels), where the matching ids score queries
+    against other queries' judgements. Qrels that match no document are warned about."""
     import logging
 
     from irgrid.data import loaders
@@ -96,6 +106,17 @@ def _validate(paths: dict[str, Path], docs_format: str, topics_format: str, hash
     if not judged & qids:
         raise CollectionError(f"{where}: no query id of {paths['qrels']} occurs in {paths['topics']} (e.g. "
                               f"{sorted(judged)[:3]} vs {sorted(qids)[:3]}); every score would be 0")
+    orphans = judged - qids
+    if orphans:
+        what = (f"{len(orphans)} of {len(judged)} query ids judged in {paths['qrels']} are not in {paths['topics']} "
+                f"(qrels ids: {_examples(orphans)}; topic ids without judgements: {_examples(qids - judged) or 'none'})")
+        if not allow_unjudged_qrels:
+            raise CollectionError(
+                f"{where}: {what}. Topics and qrels may be numbered differently (e.g. original query numbers vs "
+                f"sequential ones): then the ids that do match score queries against other queries' judgements. "
+                f"Renumber one file to match the other, or set `allow_unjudged_qrels: true` on the collection if "
+                f"the extra judgements are intended (they are ignored)")
+        log.warning("%s: %s; ignored (allow_unjudged_qrels: true)", where, what)
     if docnos is not None:
         relevant = {d for _, d, label in qrels if label > 0}
         if relevant and not relevant & docnos:
@@ -104,10 +125,14 @@ def _validate(paths: dict[str, Path], docs_format: str, topics_format: str, hash
         elif relevant - docnos:
             log.warning("%s: %d of %d relevant documents in %s are not in %s", where, len(relevant - docnos),
                         len(relevant), paths["qrels"].name, paths["docs"].name)
+    missing = judged - qids
+    if missing:
+        log.warning("%s: %d of %d judged queries of %s are not in %s (e.g. %s; they are not evaluated)", where,
+                    len(missing), len(judged), paths["qrels"].name, paths["topics"].name, sorted(missing)[:3])
     unjudged = qids - judged
     if unjudged:
-        log.warning("%s: %d of %d queries have no judgements in %s (they are not evaluated)", where, len(unjudged),
-                    len(qids), paths["qrels"].name)
+        log.warning("%s: %d of %d queries have no judgements in %s (they are not evaluated): %s", where,
+                    len(unjudged), len(qids), paths["qrels"].name, _examples(unjudged))
 
 
 def build(item: Any, base: Path, where: str) -> ds_mod.Dataset:
@@ -132,7 +157,7 @@ def build(item: Any, base: Path, where: str) -> ds_mod.Dataset:
         raise CollectionError(f"{where}: fields {bad} are not document fields; use title and/or text")
     measures = tuple(str(m) for m in (item.get("measures") or ("nDCG@10",)))
     hashes = {role: _sha256(path) for role, path in paths.items()}
-    _validate(paths, docs_format, topics_format, hashes, where)
+    _validate(paths, docs_format, topics_format, hashes, where, bool(item.get("allow_unjudged_qrels", False)))
     corpus = f"{name}@{hashes['docs'][:12]}"
 
     def loader() -> Any:

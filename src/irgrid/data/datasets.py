@@ -7,7 +7,9 @@ too), so every split of one collection shares one index.
 from __future__ import annotations
 
 import itertools
+import logging
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable, Iterator
@@ -25,6 +27,8 @@ from irgrid.data.errors import DatasetError
 
 if TYPE_CHECKING:
     import pandas as pd
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -244,9 +248,11 @@ class Dataset:
             first = next(it, None)
         except DatasetError:  # irgrid's own loaders say exactly which file is missing
             raise
-        except OSError as e:  # a download attempt on a machine that cannot reach the source
+        except (OSError, RuntimeError) as e:  # a download attempt on a machine that cannot reach the source
+            if not is_download_failure(e):
+                raise
             raise DatasetError(
-                f"the documents of {self.corpus!r} are not staged and could not be downloaded ({e}). "
+                f"the documents of {self.corpus!r} are not staged and could not be downloaded ({type(e).__name__}). "
                 f"Stage the collection on a connected machine with ir_datasets and copy its folder under "
                 f"IR_DATASETS_HOME ({settings.irds_home()}), or set IRGRID_IRDS_STAGED to a staged home"
             ) from None
@@ -376,7 +382,11 @@ for _entry in disastqa_ir.entries():
 
 
 def get(name: str) -> Dataset:
-    """A catalog dataset, or any other ir_datasets id with default policies."""
+    """A catalog dataset, or any other ir_datasets id with default policies; `NAME@q40s3` is NAME's 40-query
+    sample with seed 3 (the name `Dataset.with_sample` gives, as grids and stored runs show it)."""
+    sampled = re.fullmatch(r"(.+)@q(\d+)s(\d+)", name)
+    if sampled and name not in DATASETS:
+        return get(sampled.group(1)).with_sample(int(sampled.group(2)), int(sampled.group(3)))
     if name in DATASETS:
         return DATASETS.get(name)
     ensure_irds_home()
@@ -430,7 +440,6 @@ def _seed(src: Path, dst: Path) -> None:
     """Copy the staged home into the writable one, keyed by content: a staged file whose bytes changed since it
     was copied is copied again, and files ir_datasets derived beside the old copy (docstores) are removed.
     `staged_fingerprint` turns the recorded hashes into cache keys, so indexes and runs follow the data."""
-    import hashlib
     import json
 
     manifest_path = dst / STAGED_MANIFEST
@@ -450,25 +459,15 @@ def _seed(src: Path, dst: Path) -> None:
         old = manifest.get(rel)
         if old and old[:2] == [st.st_size, st.st_mtime_ns] and target.exists():
             continue  # unchanged since it was hashed and copied
-        digest = hashlib.sha256()
-        with path.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        sha = digest.hexdigest()[:16]
+        sha = _sha16(path)
         if not (old and old[2] == sha and target.exists()):
             if target.exists():
                 changed_dirs.add(target.parent)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-            shutil.copyfile(path, tmp)
-            os.replace(tmp, target)
+            sha = _copy_hashed(path, target)  # the hash of the bytes copied (the source may change meanwhile)
+            _VERIFIED[(str(dst), rel)] = (target.stat().st_size, target.stat().st_mtime_ns)
         manifest[rel] = [st.st_size, st.st_mtime_ns, sha]
     for folder in changed_dirs:  # what ir_datasets built from the old copy is stale
-        for derived in folder.iterdir():
-            if derived.is_file() and str(derived.relative_to(dst)) not in staged and derived.name != STAGED_MANIFEST:
-                derived.unlink()
-            elif derived.is_dir() and not any(r.startswith(str(derived.relative_to(dst)) + "/") for r in staged):
-                shutil.rmtree(derived, ignore_errors=True)
+        _remove_derived(dst, folder, staged)
     dst.mkdir(parents=True, exist_ok=True)
     tmp = manifest_path.with_name(f".{manifest_path.name}.tmp-{os.getpid()}")
     tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
@@ -477,13 +476,18 @@ def _seed(src: Path, dst: Path) -> None:
 
 def staged_fingerprint(irds_id: str) -> str | None:
     """A hash of the staged files under this id's folder (None when nothing is staged for it): part of cache
-    keys, so changed staged data never reuses an index or a run of the old data."""
+    keys, so changed staged data never reuses an index or a run of the old data. The cache's copies of those
+    files are verified against it first (`verify_staged_copy`): a key always names the bytes ir_datasets reads."""
     import json
 
     if settings.staged_irds_home() is None:
         return None
     try:
         path = ensure_irds_home() / STAGED_MANIFEST
+    except DatasetError:
+        return None
+    verify_staged_copy(irds_id)  # its errors are the user's to see: a key without its data would be wrong
+    try:
         stamp = (str(path), path.stat().st_mtime_ns, irds_id)
         if stamp in _FINGERPRINTS:
             return _FINGERPRINTS[stamp]
@@ -495,19 +499,125 @@ def staged_fingerprint(irds_id: str) -> str | None:
 
 
 _FINGERPRINTS: dict[tuple[str, int, str], str | None] = {}
+# (home, relative path) -> (size, mtime_ns) of a copy whose content was hashed and matched in this process
+_VERIFIED: dict[tuple[str, str], tuple[int, int]] = {}
+
+
+def verify_staged_copy(irds_id: str) -> None:
+    """Check the cache's copies of the staged files this id reads (the folder its key hashes) against the hashes
+    recorded when they were copied: hashed once per process, then only re-hashed when a copy's size or mtime
+    changes (an edit, a notebook writing into it). A copy that differs or is gone is copied again from the staged
+    home, named in a warning, and what ir_datasets derived beside it is removed; a staged source that itself
+    changed gets its new hash recorded, so keys follow it. Without this a corrupted copy was read as it is and
+    its runs stored under the key of the correct data (issue 32)."""
+    import json
+    import time
+
+    staged = settings.staged_irds_home()
+    if staged is None:
+        return
+    home = ensure_irds_home()
+    recent = _CHECKED.get((str(home), irds_id))
+    if recent is not None and time.monotonic() - recent < RECHECK_SECONDS:
+        return  # a grid's plan asks for every cell's key: thousands of calls a second need no new stat
+    manifest_path = home / STAGED_MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, ValueError):  # the cache folder was deleted (or damaged) while this process ran: seed again
+        log.warning("staged data: the cache's ir_datasets home %s lost its copy of the staged data (deleted while "
+                    "running?); copying it again from %s", home, staged)
+        _seed(staged, home)
+        manifest = json.loads(manifest_path.read_text())
+    prefix = _staged_prefix(manifest, irds_id)
+    if prefix is None:
+        _CHECKED[(str(home), irds_id)] = time.monotonic()
+        return
+    changed = False
+    for rel, entry in sorted(manifest.items()):
+        if not rel.startswith(prefix):
+            continue
+        target = home / rel
+        try:
+            st = target.stat()
+            seen = (st.st_size, st.st_mtime_ns)
+        except OSError:
+            seen = None
+        if seen is not None and _VERIFIED.get((str(home), rel)) == seen:
+            continue
+        if seen is not None and _sha16(target) == entry[2]:
+            _VERIFIED[(str(home), rel)] = seen
+            continue
+        source = staged / rel
+        if not source.is_file():
+            raise DatasetError(f"the cache's copy {target} of staged data differs from what was copied, and the "
+                               f"staged source {source} is gone: restore IRGRID_IRDS_STAGED ({staged}) or unset it")
+        log.warning("staged data: the cache's copy %s %s; copied again from %s", target,
+                    "is missing" if seen is None else "does not match the staged file (changed after it was copied)",
+                    source)
+        sha = _copy_hashed(source, target)
+        _remove_derived(home, target.parent, set(manifest))
+        st_src, st = source.stat(), target.stat()
+        if sha != entry[2]:  # the staged file itself changed (same size and mtime): record its real content
+            manifest[rel] = [st_src.st_size, st_src.st_mtime_ns, sha]
+            changed = True
+        _VERIFIED[(str(home), rel)] = (st.st_size, st.st_mtime_ns)
+    if changed:
+        tmp = manifest_path.with_name(f".{manifest_path.name}.tmp-{os.getpid()}")
+        tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+        os.replace(tmp, manifest_path)
+    _CHECKED[(str(home), irds_id)] = time.monotonic()
+
+
+RECHECK_SECONDS = 2.0
+_CHECKED: dict[tuple[str, str], float] = {}  # (home, id) -> when its copies were last found intact
+
+
+def _sha16(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def _copy_hashed(source: Path, target: Path) -> str:
+    """Copy through a temporary name (never a half-written copy under the real one); the hash of what was written."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    shutil.copyfile(source, tmp)
+    sha = _sha16(tmp)
+    os.replace(tmp, target)
+    return sha
+
+
+def _remove_derived(home: Path, folder: Path, staged: set[str]) -> None:
+    """What ir_datasets built beside a copy (docstores, extracted files) came from the old bytes: removed."""
+    for derived in folder.iterdir():
+        rel = str(derived.relative_to(home))
+        if derived.is_file() and rel not in staged and derived.name != STAGED_MANIFEST \
+                and not derived.name.startswith("."):
+            derived.unlink()
+        elif derived.is_dir() and not any(r.startswith(rel + "/") for r in staged):
+            shutil.rmtree(derived, ignore_errors=True)
+
+
+def _staged_prefix(manifest: dict, irds_id: str) -> str | None:
+    """The deepest staged folder of the id (beir/scifact/ for beir/scifact/test): what its key hashes."""
+    parts = irds_id.split("/")
+    for i in range(len(parts), 0, -1):
+        candidate = "/".join(parts[:i]) + "/"
+        if any(rel.startswith(candidate) for rel in manifest):
+            return candidate
+    return None
 
 
 def _fingerprint(manifest: dict, irds_id: str) -> str | None:
     import hashlib
     import json
 
-    parts = irds_id.split("/")
-    prefix = None
-    for i in range(len(parts), 0, -1):  # the deepest staged folder of the id (beir/scifact for beir/scifact/test)
-        candidate = "/".join(parts[:i]) + "/"
-        if any(rel.startswith(candidate) for rel in manifest):
-            prefix = candidate
-            break
+    prefix = _staged_prefix(manifest, irds_id)
     if prefix is None:
         return None
     entries = sorted((rel, v[2]) for rel, v in manifest.items() if rel.startswith(prefix))
@@ -528,16 +638,52 @@ def registered_from_loader(irds_id: str) -> bool:
     return irds_id in _LOADER_IDS
 
 
+@cache
+def _quiet_download_logs(ir_datasets: Any) -> None:
+    """ir_datasets gives each module's logger its own handler and level INFO on first use, so a level set on the
+    `ir_datasets` logger never applies: on a machine without downloads its retries ("download error", "Download
+    failed") were printed before irgrid's own staging hint. Unless verbose (`irgrid -v`), only its errors show."""
+    import logging
+
+    from irgrid.core.console import verbose
+
+    original = ir_datasets.log.Logger.logger
+
+    def logger(self: Any) -> logging.Logger:
+        found = original(self)
+        if not verbose() and found.level < logging.ERROR:
+            found.setLevel(logging.ERROR)
+        return found
+
+    ir_datasets.log.Logger.logger = logger
+
+
+def is_download_failure(e: BaseException) -> bool:
+    """Whether ir_datasets tried to download (the data is not staged): a network OSError, or its RuntimeError
+    'All download sources failed' when a file has several mirrors."""
+    import errno
+
+    if isinstance(e, RuntimeError):
+        return bool(e.args) and e.args[0] == "All download sources failed"
+    return isinstance(e, OSError) and not isinstance(e, (FileNotFoundError, PermissionError)) \
+        and e.errno != errno.ENOSPC
+
+
 def _irds_load(ds: Dataset | str) -> Any:
     """ir_datasets.load for a catalog dataset, registering irgrid's loader with ir_datasets first when it has one
     (so `pt.get_dataset("irds:<id>")` serves it like any other)."""
     ensure_irds_home()
     import ir_datasets
 
+    _quiet_download_logs(ir_datasets)
     ds = get(ds) if isinstance(ds, str) else ds
+    verify_staged_copy(ds.irds_id)
     if ds.loader is not None and ds.irds_id in _LOADER_IDS and _LOADER_IDS[ds.irds_id] != ds.files:
-        raise DatasetError(f"dataset {ds.irds_id!r} is already in use in this process with other files; give the "
-                           f"collection another name")
+        # a collection's files edited in a notebook (or another collection under the name): the id is ours, so
+        # its registration is replaced by this dataset's loader; every read still checks the files' hashes
+        log.info("dataset %r: its files changed in this process; reading the new ones", ds.irds_id)
+        ir_datasets.registry._registered.pop(ds.irds_id, None)
+        _LOADER_IDS.pop(ds.irds_id)
     if ds.loader is not None and ds.irds_id not in ir_datasets.registry:
         try:
             ir_datasets.registry.register(ds.irds_id, ds.loader())

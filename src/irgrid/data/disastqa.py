@@ -22,7 +22,8 @@ Quirks of the release, checked by tests/integration/test_qa_data.py (counts are 
   there for all 1,000 items (the paper describes a 200-item human subset; 1 to 14 points, mean 4.4).
   `difficulty` bins the key-point count: easy 1-2 (109 items), medium 3-5 (684), hard 6-7 (181),
   extremely_complex 8-14 (26). `llm_answer` is always empty. One reference answer starts with the annotation
-  label "Corrected Answer: ", which the loader strips.
+  label "Corrected Answer: ", which the loader strips (`reference`); `reference_released` keeps the text as
+  released (the three files agree), which the authors' own ROUGE-L / BLEU-4 were computed against.
 * No field gives the disaster (event) type, so breakdowns by event type are not possible from these files.
 * Passages: 3,675 distinct texts over the four Golden/Mix files (2,462 in the multiple-choice pair, 1,280 in the
   open-ended pair, 49 golden passages shared between the tasks); none is empty.
@@ -159,7 +160,8 @@ def oe() -> pd.DataFrame:
             raise DisastQAError(f"open-ended item {i} has no key points")
         rows.append({
             "qid": f"oe-{i:04d}", "task": "oe", "question": cb["question"],
-            "reference": _reference(cb["correct_answer"]), "key_points": key_points,
+            "reference": _reference(cb["correct_answer"]), "reference_released": cb["correct_answer"],
+            "key_points": key_points,
             "difficulty": b["difficulty"], "golden": g["passage"], "mix": m["passage"],
             "original_query": b["original_query"],
         })

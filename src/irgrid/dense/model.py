@@ -76,6 +76,8 @@ class SideModel:
     def _count_prefix_tokens(self) -> int:
         """Tokens before `{text}` (leading special tokens included): excluded from pooling when pool_prompt=False."""
         prefix = self.spec.template(self.side).split("{text}")[0]
+        if not self.spec.prompt_mask_specials:  # the prompt's own token count, from position 0 (see the spec)
+            return len(self.tokenizer.tokenize(prefix)) if prefix else 0
         ids = self.tokenizer(prefix, add_special_tokens=True)["input_ids"]
         plain = self.tokenizer(prefix, add_special_tokens=False)["input_ids"]
         specials = set(self.tokenizer.all_special_ids)

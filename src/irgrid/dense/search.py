@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
+from irgrid.core.artifacts import KINDS, Packaged, write_meta
+
 log = logging.getLogger("irgrid")
 BLOCK = 1 << 17  # documents per scoring block on CPU (the paper's 2^17)
 
@@ -140,16 +142,23 @@ def kmeans_sample_docs(n_docs: int, seed: int = 123) -> np.ndarray:
         else np.arange(n_docs)
 
 
-class LateInteractionIndex:
-    """Token vectors of every document (fp16, one flat file), their offsets, docnos, and k-means centroids.
+class LateInteractionIndex(Packaged, pt.Artifact):
+    """A PyTerrier artifact (`pt.Artifact.load(path)`; `retriever()` searches it). Token vectors of every document (fp16, one flat file), their offsets, docnos, and k-means centroids.
 
     Search follows ColBERTv2/PLAID's structure: candidate generation from the centroids nearest to each query
     token (an IVF over token vectors, k-means with the paper's 4 iterations), then exact MaxSim over the
     candidates' full token vectors. Residual compression is not applied: token vectors are kept at fp16, so the
     final scores are exact MaxSim (PLAID approximates them)."""
 
+    ARTIFACT_TYPE, ARTIFACT_FORMAT = KINDS["late"]
+    ARTIFACT_PACKAGE_HINT = "irgrid"
+
     def __init__(self, path: str | Path):
+        super().__init__(path)
         self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"LateInteractionIndex({str(self.path)!r})"
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -204,6 +213,7 @@ class LateInteractionIndex:
                 "kmeans_sample_tokens": int(len(sample)), "kmeans_train_s": round(t_train, 3),
                 "assign_s": round(t_assign, 3)}
         (self.path / "meta.json").write_text(json.dumps(meta, indent=2))
+        write_meta(self.path, "late")
         return meta
 
     def retriever(self, num_results: int = 1000, ncells: int = 4) -> LateInteractionRetriever:

@@ -43,7 +43,7 @@ FLAT = (("title", "text"), " ")  # (doc_fields, doc_sep) of the flat documents `
 SPEC_OPTIONS = ("query_template", "doc_template", "query_max_length", "doc_max_length", "doc_fields", "doc_sep",
                 "doc_empty",
                 "query_pair", "query_length_rule", "pooling", "normalize", "similarity", "pool_prompt", "append_eos",
-                "dtype", "loader", "adapters", "truncate_dim")
+                "dtype", "loader", "adapters", "truncate_dim", "prompt_mask_specials")
 
 
 _TUPLE_FIELDS = ("doc_fields", "query_length_rule", "adapters", "allow_missing", "allow_unexpected")
@@ -74,6 +74,10 @@ class EncoderSpec:
     # (factor, cap): each query's length is min(cap, max(query_max_length, int(factor * words))) (RAGatouille)
     query_length_rule: tuple[float, int] | None = None
     pool_prompt: bool = True  # False: prompt tokens are excluded from mean pooling (LLM2Vec, GritLM, NV-Embed)
+    # with pool_prompt=False, how many leading positions are excluded: True, the leading special tokens (BOS) plus
+    # the prompt's tokens; False, len(tokenizer.tokenize(prompt)) positions from the start, BOS included, so the
+    # prompt's last token is pooled (NV-Embed's remote `encode`: instruction_lens = len(tokenize(instruction)))
+    prompt_mask_specials: bool = True
     bidirectional: bool = False  # decoder run without its causal mask (LLM2Vec, NV-Embed, GritLM embedding mode)
     append_eos: bool = False  # last-token pooling on an EOS appended after truncation (unless already there)
     dtype: str = "bf16"  # on GPU; CPU encodes in fp32
@@ -163,7 +167,7 @@ class EncoderSpec:
                if k not in ("name", "citation", "notes", "query_model", "doc_model", "query_template",
                             "doc_template", "query_max_length", "doc_max_length", "profiles", "allow_missing",
                             "allow_unexpected", "doc_fields", "doc_sep", "doc_empty", "query_pair",
-                            "query_length_rule")}
+                            "query_length_rule", "prompt_mask_specials")}
         if with_model:
             out["model"] = self.model(side).config()
         out["template"] = self.template(side)
@@ -179,6 +183,8 @@ class EncoderSpec:
             out["query_pair"] = True
         if side == "q" and self.query_length_rule is not None:
             out["query_length_rule"] = list(self.query_length_rule)
+        if not self.prompt_mask_specials and not self.pool_prompt and self.template(side).split("{text}")[0]:
+            out["prompt_mask_specials"] = False
         return out
 
     def config(self) -> dict[str, Any]:

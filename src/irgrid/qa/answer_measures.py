@@ -10,10 +10,15 @@ whether the answer entails it). Two automatic judges are offered:
   whether the answer states it, and "yes" counts as covered.
 No NLI model can be had offline here, hence the two proxies; results are labelled with the judge used.
 
-BERTScore-F1 follows Zhang et al. (2020) with idf off and no baseline rescaling: greedy cosine matching of
-contextual token embeddings (special tokens excluded) from a configurable encoder layer (default: last). The
-paper does not name its BERTScore model; offline we use all-MiniLM-L6-v2, so values are not comparable to
-numbers from roberta-large.
+Two conventions of the text-overlap measures, side by side: the standard ones (`rouge_l`: rouge_score with
+Porter stemming and its word tokenizer; `bleu4`: NLTK sentence BLEU-4, uniform weights, smoothing 1) and the
+DisastQA authors' (`rouge_l_paper`, `bleu4_paper`: see `PAPER_TEXT_CONVENTION`), which reproduce their published
+per-cell values exactly.
+
+BERTScore-F1 follows Zhang et al. (2020) with idf off: greedy cosine matching of contextual token embeddings
+(special tokens excluded) from a configurable encoder layer (default: last), optionally rescaled with a baseline
+as bert_score's `rescale_with_baseline` (the authors' published values are rescaled; see `irgrid.qa.replay`).
+Offline we use all-MiniLM-L6-v2 unrescaled, so values are not comparable to numbers from roberta-large.
 """
 
 from __future__ import annotations
@@ -56,6 +61,48 @@ def rouge_l(pred: str, ref: str) -> float:
     return float(_rouge().score(ref, pred or "")["rougeL"].fmeasure)
 
 
+class _Whitespace:
+    """The DisastQA authors' tokens: lower-cased text split on whitespace (punctuation stays attached)."""
+
+    def tokenize(self, text: str) -> list[str]:
+        return (text or "").lower().split()
+
+
+@functools.cache
+def _rouge_paper():
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rougeL"], tokenizer=_Whitespace())
+
+
+def rouge_l_paper(pred: str, ref: str) -> float:
+    """ROUGE-L as the DisastQA authors computed it (`PAPER_TEXT_CONVENTION`): the LCS F-measure (beta 1) of
+    lower-cased whitespace tokens (rouge_score's LCS with that tokenizer), 0 when either side is empty."""
+    return float(_rouge_paper().score(ref or "", pred or "")["rougeL"].fmeasure)
+
+
+def bleu4_paper(pred: str, ref: str) -> float:
+    """"BLEU-4" as the DisastQA authors computed it (`PAPER_TEXT_CONVENTION`): NLTK's clipped 4-gram precision
+    alone, times the linear length ratio min(1, candidate / reference length) (not BLEU's exp(1 - r/c) brevity
+    penalty), no smoothing, 0 below 4 candidate tokens; tokens as `rouge_l_paper`."""
+    from nltk.translate.bleu_score import modified_precision
+
+    hyp, gold = _Whitespace().tokenize(pred), _Whitespace().tokenize(ref)
+    if len(hyp) < 4 or not gold:
+        return 0.0
+    return float(modified_precision([gold], hyp, 4)) * min(1.0, len(hyp) / len(gold))
+
+
+# Where the two `-paper` measures were verified: with the released answers (`model_answer` as is) and the items'
+# `correct_answer` as released, they equal the authors' per-cell means (TamuChen18/DisastQA_open
+# `oe_performance_data.json`@8234de1, `avg_rouge_l` / `avg_bleu_4`) in all 46 reader x setting cells with answers,
+# to floating-point precision (tests/integration/test_qa_paper_measures.py). The authors' scoring script is not
+# in their repository; this convention is inferred from those values.
+PAPER_TEXT_CONVENTION = ("candidate = the raw answer, reference = correct_answer as released; lower-cased "
+                         "whitespace tokens; ROUGE-L = LCS F1; BLEU-4 = clipped 4-gram precision x min(1, c/r), "
+                         "no smoothing, 0 below 4 tokens; plain mean per cell")
+
+
 def bleu4(pred: str, ref: str) -> float:
     """Sentence BLEU-4 (uniform weights, NLTK smoothing method 1) on lowercased word/punctuation tokens."""
     from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
@@ -75,7 +122,7 @@ class BERTScore:
     DisastQA is scored against the same 1,000 references."""
 
     def __init__(self, location: str, layer: int | None = None, max_length: int = 256, device: str | None = None,
-                 batch_size: int = 32, remember: int = 5000):
+                 batch_size: int = 32, remember: int = 5000, baseline: float | None = None):
         import torch
         from transformers import AutoModel, AutoTokenizer
 
@@ -88,6 +135,7 @@ class BERTScore:
         self.max_length = max_length
         self.batch_size = batch_size
         self.remember = remember
+        self.baseline = baseline  # F baseline b: F -> (F - b) / (1 - b), bert_score's rescale_with_baseline
         self._memo: dict[str, Any] = {}
         self.encoded = 0  # texts through the encoder (for timing logs and tests)
 
@@ -127,7 +175,13 @@ class BERTScore:
             sim = c @ r.T
             precision, recall = sim.max(dim=1).values.mean().item(), sim.max(dim=0).values.mean().item()
             scores.append(0.0 if precision + recall <= 0 else 2 * precision * recall / (precision + recall))
-        return scores
+        return [rescale(f, self.baseline) for f in scores] if self.baseline is not None else scores
+
+
+def rescale(f1: float, baseline: float) -> float:
+    """bert_score's baseline rescaling of one F1: (F - b) / (1 - b); b is the encoder layer's mean F1 of random
+    sentence pairs (bert_score's `rescale_baseline/<lang>/<model>.tsv`)."""
+    return (f1 - baseline) / (1.0 - baseline)
 
 
 def sentences(text: str) -> list[str]:

@@ -3,12 +3,17 @@ through the same measures, CIs and paired tests as live readers.
 
 `irgrid qa replay FILE --out DIR` reads one of the staged formats (detected by columns):
 * multiple choice (`mcq_answers.csv.gz`): model, setting, item, question, correct_answer, model_answer,
-  is_correct. Scored with our letter parser against our gold letter; the authors' flag is kept as
-  `authors_correct`.
+  is_correct. Scored with our letter parser against our gold letter (`accuracy`); `accuracy-paper` scores as the
+  authors did (see `authors_lookup`); the authors' flag is kept as `authors_correct`.
 * open-ended (`oe_answers.jsonl.gz`): model, setting, item, question, model_answer, model_keypoint,
   answer_coverage (the authors' gpt-4o-mini coverage, mostly empty), difficulty.
-* human review (`oe_human_review.jsonl.gz`): the same plus golden_keypoint; answer_coverage is the
-  human-verified coverage (kept as `human_coverage`; agreement of our judge with it in agreement.json).
+* review file (`oe_human_review.jsonl.gz`): the same plus golden_keypoint; answer_coverage holds the authors'
+  released gpt-4o-mini coverage labels (kept as `label_coverage`). The file is named "human review", but its only
+  writer is the authors' gpt-4o-mini judge (`calculate_coverage.py`@8234de1), and it writes the i-th reply to
+  finish onto row i (`enumerate(asyncio.as_completed(...))`), so labels are not attached to their answers: the
+  alignment diagnostic (`judges.label_alignment`) is printed whenever such a file is read. Agreement of our judge
+  with the labels is stated per reader x setting cell only (agreement.json), Yi-6B-Chat and gemma-7b excluded
+  (`judges.EXCLUDED`).
 
 Items are joined to the benchmark by question text (data.mcq / data.oe); the two repeated multiple-choice
 questions are told apart by their gold letter, then by order. Per (model, setting, task) the scored answers are
@@ -16,12 +21,16 @@ cached under `$IRGRID_CACHE/qa/replay/`, keyed by the answers' content and the s
 run recomputes nothing.
 
 Conventions by name (`paper` vs `standard`):
-* BLEU-4: `BLEU-4` is the standard cumulative sentence BLEU-4 (uniform weights, smoothing 1, word/punctuation
-  tokens, `measures.bleu4`); `BLEU-4-paper` is the authors' script: NLTK sentence_bleu, weights (0, 0, 0, 1)
-  (4-gram precision only), whitespace tokens, no smoothing.
-* BERTScore-F1: `paper` = roberta-large, layer 17 (the bert_score default for English, the authors' choice),
-  where its weights resolve; otherwise the offline all-MiniLM-L6-v2 (last layer) as a named fallback. The
-  encoder used is recorded in manifest.json and results (`bertscore_encoder`). No baseline rescaling.
+* `ROUGE-L` and `BLEU-4` are the standard ones (`measures.rouge_l`: stemmed word tokens; `measures.bleu4`:
+  cumulative sentence BLEU-4, smoothing 1) of the cleaned answer (`clean_open_answer`) against the reference
+  without its "Corrected Answer:" label. `ROUGE-L-paper` and `BLEU-4-paper` are the authors' convention
+  (`measures.PAPER_TEXT_CONVENTION`) of the raw answer against the reference as released; they reproduce the
+  published `oe_performance_data.json`@8234de1 in all 46 cells with answers.
+* BERTScore-F1: `paper` = roberta-large, layer 17, rescaled with bert_score's baseline (F 0.83122575 for that
+  layer), up to 510 tokens: bert_score(lang="en", rescale_with_baseline=True), which the published
+  `avg_bertscore_f1` (0.15-0.54) implies (unrescaled roberta-large F1 is ~0.85-0.92), where the weights resolve;
+  otherwise the offline all-MiniLM-L6-v2 (last layer, unrescaled: no baseline exists for it) as a named
+  fallback. The encoder used is recorded in manifest.json and results (`bertscore_encoder`).
 """
 
 from __future__ import annotations
@@ -30,7 +39,6 @@ import gzip
 import json
 import logging
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +59,13 @@ log = logging.getLogger("irgrid")
 SETTINGS = ("base", "golden", "mix")
 MCQ_COLUMNS = {"model", "setting", "item", "question", "correct_answer", "model_answer", "is_correct"}
 OE_COLUMNS = {"model", "setting", "item", "question", "model_answer"}
-OE_MEASURES = ("ROUGE-L", "BLEU-4", "BLEU-4-paper", "BERTScore-F1", "coverage")
+OE_MEASURES = ("ROUGE-L", "ROUGE-L-paper", "BLEU-4", "BLEU-4-paper", "BERTScore-F1", "coverage")
+PAPER_MEASURES = ("ROUGE-L-paper", "BLEU-4-paper")
 CACHE_FORMAT = 2
 BERTSCORE = {"paper": ("roberta-large", 17), "fallback": ("sentence-transformers/all-MiniLM-L6-v2", None)}
+# bert_score's rescale baseline of roberta-large layer 17 (F column of rescale_baseline/en/roberta-large.tsv,
+# Tiiiger/bert_score) and its truncation (the tokenizer's 512 minus the two special tokens)
+PAPER_BERTSCORE = {"baseline": 0.83122575, "max_length": 510}
 
 
 class ReplayError(Error, ValueError):
@@ -72,8 +84,8 @@ def _read(path: Path) -> pd.DataFrame:
             opener = gzip.open if name.endswith(".gz") else open
             with opener(path, "rt", encoding="utf-8") as f:
                 return pd.DataFrame(json.load(f))
-    except (ValueError, OSError) as e:
-        raise ReplayError(f"{path}: cannot be read as {name.rsplit('.', 2)[-2 if name.endswith('.gz') else -1]} "
+    except (ValueError, OSError, EOFError, UnicodeDecodeError) as e:  # EOFError: a .gz cut short
+        raise ReplayError(f"{path}: cannot be read (truncated or damaged?) as {name.rsplit('.', 2)[-2 if name.endswith('.gz') else -1]} "
                           f"({e}); expected the staged files of ../shared/datasets/disastqa-outputs") from None
     raise ReplayError(f"{path}: unknown format; expected .csv(.gz) for multiple choice or .jsonl(.gz) for "
                       f"open-ended answers (the files of ../shared/datasets/disastqa-outputs)")
@@ -86,6 +98,9 @@ def load(path: str | Path, models: list[str] | None = None, sample: int | None =
     `models` keeps only those readers; `sample` keeps a fixed-seed sample of that many questions (the same
     questions for every reader and setting, so paired tests stay paired)."""
     path = Path(path)
+    if sample is not None and (isinstance(sample, bool) or not isinstance(sample, (int, np.integer)) or sample < 1):
+        raise ReplayError(f"--sample {sample!r}: the number of questions to sample must be a whole number >= 1 "
+                          f"(leave it out to score every question)")
     if not path.exists():
         raise ReplayError(f"answers file {path} does not exist (the staged answers are in "
                           f"../shared/datasets/disastqa-outputs)")
@@ -98,6 +113,7 @@ def load(path: str | Path, models: list[str] | None = None, sample: int | None =
     else:
         raise ReplayError(f"{path}: columns {sorted(cols)} match no replay format; multiple choice needs "
                           f"{sorted(MCQ_COLUMNS)}, open-ended {sorted(OE_COLUMNS)}")
+    _check_answers(df, task, path)
     bad = sorted(set(df["setting"].astype(str)) - set(SETTINGS))
     if bad:
         raise ReplayError(f"{path}: unknown setting(s) {bad}; replayed answers must be base, golden or mix")
@@ -112,12 +128,36 @@ def load(path: str | Path, models: list[str] | None = None, sample: int | None =
         df = df[df["model"].isin(models)]
     df = df.assign(task=task).reset_index(drop=True)
     df = _join(df, task, path)
+    if task == "mcq":
+        df["authors_lookup"] = authors_lookup(df)
     if sample is not None:
         qids = sorted(df["qid"].unique())
         rng = np.random.default_rng(seed)
         keep = set(rng.choice(qids, size=min(sample, len(qids)), replace=False))
         df = df[df["qid"].isin(keep)].reset_index(drop=True)
     return df
+
+
+def _check_answers(df: pd.DataFrame, task: str, path: Path) -> None:
+    """Empty cells that would score silently: a missing `is_correct` read as True (the authors' flag 1.0), a file
+    with no answer at all scored 0. A missing `model_answer` on some rows is what the released file has (256
+    multiple-choice rows, all flagged wrong by the authors): scored as wrong, with a warning."""
+    def rows(mask: pd.Series) -> str:
+        first = df[mask].iloc[0]
+        return f"first: data row {int(mask.to_numpy().argmax()) + 1}, model {first['model']!r}, item {first['item']!r}"
+
+    if task == "mcq":
+        bad = ~df["is_correct"].map(lambda v: isinstance(v, (bool, np.bool_)) or v in (0, 1))
+        if bad.any():
+            raise ReplayError(f"{path}: {int(bad.sum())} of {len(df)} row(s) have no is_correct (or not True/False; "
+                              f"{rows(bad)}); the authors' flag is needed on every row: use the released file as "
+                              f"it is")
+    missing = df["model_answer"].isna() | (df["model_answer"].astype(str).str.strip() == "")
+    if missing.all():
+        raise ReplayError(f"{path}: no row has a model_answer; nothing to score (use the released file as it is)")
+    if missing.any():
+        log.warning("%s: %d of %d row(s) have no model_answer (%s); they are scored as unanswered (wrong, no overlap)", path,
+                    int(missing.sum()), len(df), rows(missing))
 
 
 def _join(df: pd.DataFrame, task: str, path: Path) -> pd.DataFrame:
@@ -143,24 +183,33 @@ def _join(df: pd.DataFrame, task: str, path: Path) -> pd.DataFrame:
             used.add(cands[0])
             pos[df.index.get_loc(idx)] = cands[0]
     out = df.assign(qid=items["qid"].to_numpy()[pos])
-    keep = ["qid", "answer", "options"] if task == "mcq" else ["qid", "reference", "key_points", "difficulty"]
+    keep = (["qid", "answer", "options"] if task == "mcq"
+            else ["qid", "reference", "reference_released", "key_points", "difficulty"])
     out = out.drop(columns=[c for c in ("difficulty",) if c in out.columns and task == "oe"])
     return out.merge(items[keep], on="qid", how="left")
 
 
+def authors_lookup(df: pd.DataFrame) -> list[str]:
+    """Per multiple-choice row, the item whose gold letter the authors scored it against.
+
+    Their Mix evaluation (`DATA/MCQ_evaluation/local_evaluation.py`@8234de1, `_load_golden_lookup`) reuses the
+    reader's Golden result for every Mix item whose question + passage equals a Golden item's, from a dict keyed by
+    question + passage (the later Golden row wins). The repeated Red Cross question (mcq-1289 gold B, mcq-1731
+    gold D) has one passage for both copies, so both Mix copies get the later copy's answer and flag. Every other
+    row is scored against its own item."""
+    items = data.mcq().set_index("qid")
+    out = df["qid"].astype(str).tolist()
+    for _, g in df.groupby("model", sort=False):
+        golden = g[g["setting"] == "golden"].sort_values("item")
+        table = {(q, items.at[qid, "golden"]): qid for q, qid in zip(golden["question"], golden["qid"])}
+        for idx, r in g[g["setting"] == "mix"].iterrows():
+            found = table.get((r["question"], items.at[r["qid"], "mix"]))
+            if found is not None:
+                out[df.index.get_loc(idx)] = found
+    return out
+
+
 # -- measures -----------------------------------------------------------------------------------------------------
-def bleu4_paper(pred: str, ref: str) -> float:
-    """The authors' BLEU-4: NLTK sentence_bleu, weights (0, 0, 0, 1), whitespace tokens, no smoothing."""
-    from nltk.translate.bleu_score import sentence_bleu
-
-    hyp = (pred or "").split()
-    if not hyp:
-        return 0.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # NLTK warns on every zero 4-gram count; the score is 0 then
-        return float(sentence_bleu([(ref or "").split()], hyp, weights=(0, 0, 0, 1)))
-
-
 def bertscore_encoder(convention: str, extra: dict[str, str] | None = None) -> dict[str, Any]:
     """The encoder a BERTScore convention resolves to here: paper (roberta-large, layer 17) where its weights
     exist, else the named offline fallback; `minilm` asks for the fallback directly; `off` for none."""
@@ -175,7 +224,8 @@ def bertscore_encoder(convention: str, extra: dict[str, str] | None = None) -> d
         try:
             resolved = models_mod.resolve(model, extra)
             return {"convention": "paper", "model": model, "layer": layer, "location": resolved.location,
-                    "source": resolved.source, "fallback": False}
+                    "source": resolved.source, "fallback": False,
+                    "rescale_baseline": PAPER_BERTSCORE["baseline"], "max_length": PAPER_BERTSCORE["max_length"]}
         except Exception as e:  # noqa: BLE001 - any resolution failure means: weights not here
             reason = str(e).split(".")[0]
     model, layer = BERTSCORE["fallback"]
@@ -197,13 +247,19 @@ def _score_mcq(g: pd.DataFrame) -> pd.DataFrame:
     raw = g["model_answer"]
     out["pred"] = [parse_letter(a, tuple(o)) if isinstance(a, str) else None for a, o in zip(raw, g["options"])]
     out["accuracy"] = [measures.accuracy(p, gold) for p, gold in zip(out["pred"], g["answer"])]
+    gold = data.mcq().set_index("qid")["answer"]
+    out["accuracy-paper"] = [measures.accuracy(p, gold[q]) for p, q in zip(out["pred"], g["authors_lookup"])]
+    out["authors_lookup"] = g["authors_lookup"].to_numpy()
     out["unparseable"] = out["pred"].isna()
     out["authors_correct"] = g["is_correct"].astype(bool).astype(float).to_numpy()
     return out
 
 
 # Open-ended measures are cached in groups, so changing the judge never re-runs the BERTScore encoder.
-GROUPS = {"text": ("ROUGE-L", "BLEU-4", "BLEU-4-paper"), "bertscore": ("BERTScore-F1",), "coverage": ("coverage",)}
+GROUPS = {"text": ("ROUGE-L", "ROUGE-L-paper", "BLEU-4", "BLEU-4-paper"), "bertscore": ("BERTScore-F1",),
+          "coverage": ("coverage",)}
+TEXT = {"ROUGE-L": measures.rouge_l, "ROUGE-L-paper": measures.rouge_l_paper, "BLEU-4": measures.bleu4,
+        "BLEU-4-paper": measures.bleu4_paper}
 
 
 def _score_oe(g: pd.DataFrame, group: str, judge: judges.Judge, scorer: judges.KeypointScorer, bert,
@@ -213,8 +269,12 @@ def _score_oe(g: pd.DataFrame, group: str, judge: judges.Judge, scorer: judges.K
     refs = list(g["reference"])
     out = pd.DataFrame(index=range(len(g)))
     if group == "text":
-        for name, fn in (("ROUGE-L", measures.rouge_l), ("BLEU-4", measures.bleu4), ("BLEU-4-paper", bleu4_paper)):
-            out[name] = [fn(p, r) for p, r in zip(preds, refs)] if name in wanted else np.nan
+        # standard measures: the cleaned answer vs the reference; the authors': the raw answer vs the reference
+        # as released (measures.PAPER_TEXT_CONVENTION)
+        raw = [a if isinstance(a, str) else "" for a in g["model_answer"]]
+        for name, fn in TEXT.items():
+            cands, golds = (raw, list(g["reference_released"])) if name in PAPER_MEASURES else (preds, refs)
+            out[name] = [fn(p, r) for p, r in zip(cands, golds)] if name in wanted else np.nan
     elif group == "bertscore":
         out["BERTScore-F1"] = bert.f1(preds, refs)
     else:
@@ -234,8 +294,8 @@ def _score_oe(g: pd.DataFrame, group: str, judge: judges.Judge, scorer: judges.K
 
 def _oe_base(g: pd.DataFrame) -> pd.DataFrame:
     out = g[["model", "setting", "item", "qid", "task", "difficulty"]].reset_index(drop=True)
-    if "answer_coverage" in g:
-        col = "human_coverage" if "golden_keypoint" in g else "authors_coverage"
+    if "answer_coverage" in g:  # both are the authors' gpt-4o-mini labels; the review file's are `label_coverage`
+        col = "label_coverage" if "golden_keypoint" in g else "authors_coverage"
         out[col] = pd.to_numeric(g["answer_coverage"], errors="coerce").to_numpy()
     return out
 
@@ -249,7 +309,8 @@ def _cached(path: Path, compute, what: str, stats: dict[str, Any]) -> pd.DataFra
     start = time.perf_counter()
     part = compute()
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, part.to_json(orient="records"))
+    # 15 significant digits (pandas' maximum; its default of 10 would move cached means by ~1e-12)
+    write_text_atomic(path, part.to_json(orient="records", double_precision=15))
     took = time.perf_counter() - start
     stats["computed"] += 1
     stats["seconds"][what] = round(took, 1)
@@ -272,8 +333,11 @@ def score(frame: pd.DataFrame, judge: judges.Judge | None = None, bertscore: str
         bertscore = "off"
     info: dict[str, Any] = {}
     bert_cfg = bertscore_encoder(bertscore, models_map) if task == "oe" else {"convention": "n/a"}
-    configs = {"text": {"measures": sorted(set(oe_measures) & set(GROUPS["text"]))},
-               "bertscore": {k: bert_cfg.get(k) for k in ("model", "layer")},
+    text_measures = sorted(set(oe_measures) & set(GROUPS["text"]))
+    configs = {"text": {"measures": text_measures, **({"paper": measures.PAPER_TEXT_CONVENTION}
+                                                      if set(text_measures) & set(PAPER_MEASURES) else {})},
+               "bertscore": {**{k: bert_cfg.get(k) for k in ("model", "layer")},
+                             **{k: bert_cfg[k] for k in ("rescale_baseline", "max_length") if k in bert_cfg}},
                "coverage": {"judge": judge.config()}}
     wanted = [g for g, ms in GROUPS.items() if set(ms) & set(oe_measures)
               and (g != "bertscore" or bert_cfg.get("location"))]
@@ -287,7 +351,8 @@ def score(frame: pd.DataFrame, judge: judges.Judge | None = None, bertscore: str
         if not bert:
             layer = bert_cfg.get("layer")
             bert.append(measures.BERTScore(bert_cfg["location"], layer=layer if isinstance(layer, int) else None,
-                                           device=settings.device()))
+                                           device=settings.device(), max_length=bert_cfg.get("max_length", 256),
+                                           baseline=bert_cfg.get("rescale_baseline")))
         return bert[0]
 
     root = settings.cache_root() / "qa" / "replay"
@@ -296,7 +361,7 @@ def score(frame: pd.DataFrame, judge: judges.Judge | None = None, bertscore: str
     parts = []
     for (model, setting), g in frame.groupby(["model", "setting"], sort=False):
         if task == "mcq":
-            path = root / f"{_cell_key(task, g, {})}.json"
+            path = root / f"{_cell_key(task, g, {'authors_lookup': g['authors_lookup'].tolist()})}.json"
             parts.append(_cached(path, lambda g=g: _score_mcq(g), f"{model} / {setting} / mcq",
                                  stats))
             continue
@@ -321,9 +386,11 @@ def score(frame: pd.DataFrame, judge: judges.Judge | None = None, bertscore: str
 # -- summaries ----------------------------------------------------------------------------------------------------
 def measure_columns(scored: pd.DataFrame) -> list[str]:
     if scored["task"].iloc[0] == "mcq":
-        return ["accuracy", "authors_correct"]
+        return ["accuracy", "accuracy-paper", "authors_correct"]
     cols = [m for m in OE_MEASURES if m in scored and scored[m].notna().any()]
-    return cols + [c for c in ("human_coverage", "authors_coverage") if c in scored and scored[c].notna().any()]
+    if "coverage" not in cols:  # the released labels are summarised beside our coverage, not on their own
+        return cols
+    return cols + [c for c in ("label_coverage", "authors_coverage") if c in scored and scored[c].notna().any()]
 
 
 def summarize(scored: pd.DataFrame, samples: int = 1000, seed: int = 0) -> pd.DataFrame:
@@ -337,7 +404,7 @@ PAIRS = (("base", "golden"), ("base", "mix"), ("golden", "mix"))
 def paired_tests(scored: pd.DataFrame, test: str = "t", correction: str | None = "holm") -> pd.DataFrame:
     """Golden vs Base and Mix vs Golden and Mix vs Base per reader and measure (exact McNemar for accuracy),
     corrected over the three pairs of each family, as for live readers."""
-    columns = [c for c in measure_columns(scored) if c not in ("authors_correct", "authors_coverage")]
+    columns = [c for c in measure_columns(scored) if c not in ("accuracy-paper", "authors_correct", "authors_coverage")]
     return tables.paired_tests(scored, str(scored["task"].iloc[0]), columns, "model", PAIRS, test, correction)
 
 
@@ -350,25 +417,34 @@ def mcq_differences(scored: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
                 "is_correct", "accuracy"]]
 
 
-def human_agreement(scored: pd.DataFrame) -> dict[str, Any]:
-    """Agreement of our coverage with the human one, plus the checks that bound what per-answer agreement can
-    mean with these labels (see README: the released per-answer values are not aligned with the answers)."""
-    from scipy import stats
+def label_alignment(frame: pd.DataFrame) -> dict[str, float]:
+    """The alignment diagnostic of the released labels (`judges.label_alignment`), on every label of the file:
+    needs only the labels and each item's gold key-point count, not a judge."""
+    df = frame.dropna(subset=["answer_coverage"])
+    kps = df["golden_keypoint"] if "golden_keypoint" in df else df["key_points"]
+    return judges.label_alignment(df["answer_coverage"].to_numpy(float), kps.map(len).to_numpy(),
+                                  df["model"].to_numpy(), df["setting"].to_numpy())
 
-    df = scored.dropna(subset=["human_coverage"])
-    out = judges.agreement(df, "coverage", "human_coverage")
-    within = [stats.spearmanr(g["coverage"], g["human_coverage"]).statistic
-              for _, g in df.groupby(["model", "setting"]) if g["coverage"].nunique() > 1]
-    out["within_cell_spearman_mean"] = float(np.nanmean(within)) if within else float("nan")
-    n_kp = df["keypoint_scores"].map(lambda s: len(json.loads(s))).to_numpy()
-    out.update(judges.label_alignment(df["human_coverage"].to_numpy(float), n_kp, df["model"].to_numpy(),
-                               df["setting"].to_numpy()))
+
+def label_agreement(scored: pd.DataFrame) -> dict[str, Any]:
+    """Agreement of our coverage with the authors' released gpt-4o-mini labels at the level they support: reader x
+    setting cell means (Kendall tau-b, Pearson, MAE in points) beside the setting-only baseline; readers in
+    `judges.EXCLUDED` left out. Per-answer agreement is not computed: the labels are not attached to their
+    answers (see the alignment diagnostic)."""
+    df = scored.dropna(subset=["label_coverage", "coverage"])
+    df = df[~df["model"].isin(list(judges.EXCLUDED))]
+    a = judges.agreement(df, "coverage", "label_coverage")
+    out = {"labels": judges.LABELS, "excluded": {m: r for m, r in judges.EXCLUDED.items() if m in set(scored["model"])},
+           **{k: a[k] for k in ("n_answers", "mean_pred", "mean_labels", "n_cells", "cell_kendall_tau",
+                                "cell_pearson", "cell_mae") if k in a}}
+    if "n_cells" in a and a["n_cells"] > 2:
+        out["setting_only_baseline"] = judges.setting_baseline(judges.cell_means(df))
     return out
 
 
 # -- the command --------------------------------------------------------------------------------------------------
 def markdown(results: pd.DataFrame, info: dict[str, Any], agreement: dict[str, Any] | None,
-             differences: pd.DataFrame | None, source: str) -> str:
+             differences: pd.DataFrame | None, source: str, alignment: dict[str, float] | None = None) -> str:
     task = results["task"].iloc[0]
     lines = [f"# Replay of {source}", ""]
     wide = results.pivot_table(index=["model", "setting"], columns="measure", values="value", sort=False)
@@ -381,18 +457,31 @@ def markdown(results: pd.DataFrame, info: dict[str, Any], agreement: dict[str, A
     lines.append("")
     if task == "oe":
         b = info.get("bertscore", {})
-        lines += [f"BERTScore-F1 encoder: {b.get('model', 'off')} (layer {b.get('layer', '-')})"
-                  + (f" - FALLBACK: {b['why']}" if b.get("fallback") else ""),
-                  f"Coverage (%): automatic judge {json.dumps(info.get('coverage_judge'))}; not the paper's "
-                  "human protocol.", ""]
+        lines += [f"BERTScore-F1 encoder: {b.get('model', 'off')} (layer {b.get('layer', '-')}"
+                  + (f", rescaled with baseline F {b['rescale_baseline']}" if b.get("rescale_baseline") else "")
+                  + ")" + (f" - FALLBACK: {b['why']}" if b.get("fallback") else "")]
+        if "coverage" in ms:
+            lines.append(f"Coverage (%): automatic judge {json.dumps(info.get('coverage_judge'))}; not the "
+                         "paper's human protocol.")
+        if set(ms) & set(GROUPS["text"]):
+            lines.append(f"ROUGE-L-paper / BLEU-4-paper: the authors' convention ({measures.PAPER_TEXT_CONVENTION}); "
+                         "ROUGE-L / BLEU-4: standard, on the cleaned answer.")
+        lines.append("")
+    if alignment:
+        lines += [judges.alignment_line(alignment), ""]
     if agreement:
-        lines += ["## Agreement with the human-verified coverage", "",
+        rows = {k: v for k, v in agreement.items() if not isinstance(v, dict) and k != "labels"}
+        lines += [f"## Agreement with {judges.LABELS} (reader x setting cells)", "",
+                  f"Excluded: {', '.join(agreement['excluded']) or 'none'}.", "",
                   "| measure | value |", "|---|---:|"] + [f"| {k} | {v:.4f} |" if isinstance(v, float)
-                                                      else f"| {k} | {v} |" for k, v in agreement.items()]
+                                                      else f"| {k} | {v} |" for k, v in rows.items()]
+        for k, v in agreement.get("setting_only_baseline", {}).items():
+            lines.append(f"| setting-only baseline {k} | {v:.4f} |" if isinstance(v, float) else
+                         f"| setting-only baseline {k} | {v} |")
         lines.append("")
     if differences is not None:
         lines += [f"Answers where our accuracy differs from the authors' flag: {len(differences)} "
-                  "(differences.csv).", ""]
+                  "(differences.csv); `accuracy-paper` scores the repeated Red Cross item as the authors did.", ""]
     return "\n".join(lines) + "\n"
 
 
@@ -401,7 +490,8 @@ def run(path: str | Path, out: str | Path | None = None, *, models: list[str] | 
         bootstrap: dict[str, int] | None = None, test: str = "t", correction: str | None = "holm",
         oe_measures: tuple[str, ...] = OE_MEASURES) -> dict[str, Any]:
     """Score a released answers file; writes answers.csv, results.csv, tests.csv, results.md, manifest.json
-    (+ differences.csv for multiple choice, agreement.json where human labels exist)."""
+    (+ differences.csv for multiple choice; agreement.json, with the label alignment diagnostic, for the file of
+    the authors' released gpt-4o-mini coverage labels)."""
     from irgrid.runner.outputs import git_sha, package_versions
 
     b = {"samples": 1000, "seed": 0, **(bootstrap or {})}
@@ -413,7 +503,11 @@ def run(path: str | Path, out: str | Path | None = None, *, models: list[str] | 
     tests = paired_tests(scored, test, correction)
     task = scored["task"].iloc[0]
     differences = mcq_differences(scored, frame) if task == "mcq" else None
-    agreement = (human_agreement(scored) if task == "oe" and "human_coverage" in scored else None)
+    alignment = label_alignment(frame) if task == "oe" and "golden_keypoint" in frame else None
+    if alignment:
+        log.info("%s", judges.alignment_line(alignment))
+    agreement = (label_agreement(scored) if alignment is not None and "coverage" in scored
+                 and scored["coverage"].notna().any() else None)
     answers = scored.drop(columns=[c for c in ("unparseable",) if c in scored])
     if out is not None:
         manifest = {"source": str(path), "task": task, "models": sorted(scored["model"].unique()),
@@ -424,12 +518,14 @@ def run(path: str | Path, out: str | Path | None = None, *, models: list[str] | 
         files = {"answers": answers, "results": results, "tests": tests}
         if differences is not None:
             files["differences"] = differences
-        tables.write(out, files, markdown(results, info, agreement, differences, str(path)), manifest,
-                     {"agreement": agreement} if agreement is not None else None)
+        extra = ({"agreement": {**agreement, "alignment": alignment}} if agreement is not None
+                 else {"label_alignment": alignment} if alignment is not None else None)
+        tables.write(out, files, markdown(results, info, agreement, differences, str(path), alignment), manifest,
+                     extra)
     log.info("replay %s: %d cell parts computed, %d from the cache, %.1f s", path, cells["computed"],
              cells["cached"], time.perf_counter() - start)
     return {"answers": answers, "results": results, "tests": tests, "differences": differences,
-            "agreement": agreement, "info": info, "cells": cells}
+            "agreement": agreement, "alignment": alignment, "info": info, "cells": cells}
 
 
 # -- the replay reader in QA experiment files ----------------------------------------------------------------------

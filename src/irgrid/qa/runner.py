@@ -51,7 +51,9 @@ SCHEMA = Schema({  # the QA experiment file (irgrid.core.schema: unknown keys ge
     "correction": Key(str), "bootstrap": Key((dict, int)), "models": Key(dict, hint="a mapping of model ids to local folders"),
     "templates": Key(dict),
 })
-OE_MEASURES = ("ROUGE-L", "BLEU-4", "BERTScore-F1", "KeypointCoverage")
+# ROUGE-L / BLEU-4: standard, on the cleaned answer; the -paper pair: the DisastQA authors' convention on the raw
+# output (answer_measures.PAPER_TEXT_CONVENTION), verified against their published per-cell values
+OE_MEASURES = ("ROUGE-L", "ROUGE-L-paper", "BLEU-4", "BLEU-4-paper", "BERTScore-F1", "KeypointCoverage")
 CACHE_FORMAT = 1
 
 
@@ -310,21 +312,28 @@ def score(spec: QASpec, answers: pd.DataFrame, items: dict[str, pd.DataFrame]) -
         parts.append(mcq)
     if "oe" in items:
         oe = answers[answers.task == "oe"].merge(
-            items["oe"][["qid", "reference", "key_points", "difficulty"]], on="qid")
+            items["oe"][["qid", "reference", "reference_released", "key_points", "difficulty"]], on="qid")
         preds = [p if isinstance(p, str) else "" for p in oe["pred"]]
-        if "ROUGE-L" in spec.oe_measures:
-            oe["ROUGE-L"] = [measures.rouge_l(p, r) for p, r in zip(preds, oe["reference"])]
-        if "BLEU-4" in spec.oe_measures:
-            oe["BLEU-4"] = [measures.bleu4(p, r) for p, r in zip(preds, oe["reference"])]
+        raw = [a if isinstance(a, str) else "" for a in oe["qanswer"]]
+        for name, fn, cands, refs in (("ROUGE-L", measures.rouge_l, preds, oe["reference"]),
+                                      ("ROUGE-L-paper", measures.rouge_l_paper, raw, oe["reference_released"]),
+                                      ("BLEU-4", measures.bleu4, preds, oe["reference"]),
+                                      ("BLEU-4-paper", measures.bleu4_paper, raw, oe["reference_released"])):
+            if name in spec.oe_measures:
+                oe[name] = [fn(p, r) for p, r in zip(cands, refs)]
         if "BERTScore-F1" in spec.oe_measures:
             ref = ModelRef(spec.bertscore.get("model", "sentence-transformers/all-MiniLM-L6-v2"),
                            spec.bertscore.get("revision"))
             resolved = models_mod.resolve(ref, spec.models)
+            # `baseline`: bert_score's rescale baseline F of that encoder layer (the DisastQA authors' values are
+            # rescaled: roberta-large, layer 17, baseline 0.83122575, see irgrid.qa.replay)
+            baseline = spec.bertscore.get("baseline")
             scorer = measures.BERTScore(resolved.location, layer=spec.bertscore.get("layer"),
-                                        device=settings.device())
+                                        device=settings.device(), max_length=int(spec.bertscore.get("max_length", 256)),
+                                        baseline=float(baseline) if baseline is not None else None)
             oe["BERTScore-F1"] = scorer.f1(preds, list(oe["reference"]))
             info["BERTScore-F1"] = {"model": resolved.manifest(), "layer": spec.bertscore.get("layer", "last"),
-                                    "idf": False, "rescale": False}
+                                    "idf": False, "rescale": baseline is not None, "baseline": baseline}
         if "KeypointCoverage" in spec.oe_measures:
             judge, label = _coverage_judge(spec)
             decisions = [judge.decisions(p, list(k)) for p, k in zip(preds, oe["key_points"])]
@@ -474,7 +483,7 @@ def run(spec: QASpec | str | Path, out: str | Path | None = None, store=None) ->
     results, breakdown, tests = aggregate(spec, scored)
     retrieval = retrieval_quality(spec, items, dataset, store)
     if out is not None:
-        item_cols = [c for c in scored.columns if c not in ("key_points", "reference")]
+        item_cols = [c for c in scored.columns if c not in ("key_points", "reference", "reference_released")]
         packages = package_versions()
         from importlib import metadata
 

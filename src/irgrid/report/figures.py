@@ -11,42 +11,109 @@ import pandas as pd
 from irgrid.report.analyses import _first_measure_values
 from irgrid.report.stored import Grid
 
-FAMILY_COLOURS = {"sparse": "#1f77b4", "expansion": "#2ca02c", "dense": "#d62728", "late-interaction": "#9467bd"}
+FAMILY_COLOURS = {"sparse": "#1f77b4", "expansion": "#2ca02c", "dense": "#d62728", "late-interaction": "#9467bd",
+                  "reranker": "#8c564b", "pipeline": "#ff7f0e"}
+OTHER_COLOUR = "#7f7f7f"
+LATENCY_FILE = "latency.csv"  # written by `irgrid run --latency` (irgrid.runner.latency)
+
+
+def _digest(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def latencies(grid: Grid) -> tuple[pd.DataFrame, str]:
+    """Per (dataset, system): ms/query with its spread (lo, hi; NaN when there is none) and, in words, where the
+    numbers come from: this grid's latency pass (one process, interleaved, warm) or each run's stored ms/query
+    (measured when that run was computed, which for a cached run is another time and load)."""
+    path = grid.out / LATENCY_FILE
+    lat, stale = (pd.read_csv(path) if path.exists() else None), ""
+    if lat is not None and ("results_sha256" not in lat
+                            or set(lat["results_sha256"].astype(str)) != {_digest(grid.out / "results.csv")}):
+        lat, stale = None, f"{LATENCY_FILE} here did not time this folder's grid (an earlier one): ignored; "
+    if lat is not None:
+        frame = lat.rename(columns={"median_ms": "ms", "min_ms": "lo", "max_ms": "hi"})[
+            ["dataset", "system", "ms", "lo", "hi"]]
+        when = ", ".join(sorted(set(lat["measured_at"].astype(str))))
+        rounds = int(lat["rounds"].min()) if len(lat) else 0
+        return frame, (f"latency: measured by this grid's latency pass ({when}): one process, warm, {rounds} "
+                       f"interleaved rounds; median, bars min-max")
+    res = grid.results[grid.results["measure"] == "ms/query"]
+    frame = res.rename(columns={"value": "ms"})[["dataset", "system", "ms"]].assign(lo=np.nan, hi=np.nan)
+    runs = {(d, name): info for name, e in grid.manifest.get("retrievers", {}).items()
+            for d, info in (e.get("runs") or {}).items()}
+    cached = sum(bool(runs.get((r.dataset, r.system), {}).get("cached")) for r in frame.itertuples())
+    times = sorted(str(t) for t in (runs.get((r.dataset, r.system), {}).get("measured_at")
+                                    for r in frame.itertuples()) if t)
+    when = (f"measured {times[0]}" + (f" to {times[-1]}" if times[-1] != times[0] else "")) if times else \
+        "measurement times not recorded"
+    if cached:
+        what = (f"{cached} of {len(frame)} taken from cached runs computed before this grid, at other times and "
+                f"loads: not comparable")
+    else:
+        what = "each measured once, in sequence, by this grid"
+    return frame, (f"{stale}latency: each run's stored ms/query, measured when that run was computed ({when}); "
+                   f"{what}; no spread. `irgrid run --latency` re-measures them together, interleaved and repeated")
 
 
 def figure1(grid: Grid, path: Path) -> Path:
-    """Effectiveness (each dataset's headline measure) vs mean query latency (ms/query, log scale)."""
+    """Effectiveness (each dataset's headline measure) vs query latency (ms/query, log scale), with the latency's
+    spread and source; every system kind in the legend; labels placed apart (adjustText)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from adjustText import adjust_text
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
     datasets = grid.datasets
-    fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(datasets), figsize=(4.8 * len(datasets), 4.2), squeeze=False)
     families = grid.families()
     first = _first_measure_values(grid)
-    lat = grid.results[grid.results["measure"] == "ms/query"].set_index(["dataset", "system"])["value"]
+    lat, source = latencies(grid)
+    lat = lat.set_index(["dataset", "system"])
+    shown: set[str] = set()
     for ax, dataset in zip(axes[0], datasets):
         block = first[first["dataset"] == dataset]
+        texts, xs, ys = [], [], []
         for _, r in block.iterrows():
-            x = float(lat.get((dataset, r["system"]), np.nan))
+            key = (dataset, r["system"])
+            if key not in lat.index:
+                continue
+            x, lo, hi = (float(lat.at[key, c]) for c in ("ms", "lo", "hi"))
             fam = families.get(r["system"], "?")
-            ax.scatter([x], [r["value"]], color=FAMILY_COLOURS.get(fam, "grey"), s=36, zorder=3)
-            ax.annotate(r["system"], (x, r["value"]), textcoords="offset points", xytext=(4, 4), fontsize=7)
+            shown.add(fam)
+            colour = FAMILY_COLOURS.get(fam, OTHER_COLOUR)
+            if not np.isnan(lo):
+                ax.errorbar([x], [r["value"]], xerr=[[x - lo], [hi - x]], fmt="none", ecolor=colour, elinewidth=1,
+                            capsize=2, zorder=2)
+            ax.scatter([x], [r["value"]], color=colour, s=36, zorder=3)
+            texts.append(ax.text(x, r["value"], r["system"], fontsize=7))
+            xs.append(x)
+            ys.append(r["value"])
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.margins(x=0.25, y=0.15)
+        ax.margins(x=0.3, y=0.2)
         ax.set_xlabel("query latency (ms/query, log scale)")
         ax.set_ylabel(block["measure"].iloc[0] if len(block) else "")
         ax.set_title(dataset, fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
-    handles = [plt.Line2D([], [], marker="o", ls="", color=c, label=f) for f, c in FAMILY_COLOURS.items()
-               if f in set(families.values())]
+        if texts:
+            adjust_text(texts, x=xs, y=ys, ax=ax, arrowprops={"arrowstyle": "-", "color": "grey", "lw": 0.5})
+    kinds = [f for f in FAMILY_COLOURS if f in shown] + sorted(shown - set(FAMILY_COLOURS))
+    handles = [plt.Line2D([], [], marker="o", ls="", color=FAMILY_COLOURS.get(f, OTHER_COLOUR),
+                          label=f if f in FAMILY_COLOURS else f"{f} (other)") for f in kinds]
+    import textwrap
+
+    footer = textwrap.fill(source, 80 * len(datasets))
+    foot = 0.012 + 0.032 * (footer.count("\n") + 1)  # figure fraction the footer takes (7 pt lines, 4.2 in high)
+    fig.text(0.5, 0.01, footer, ha="center", va="bottom", fontsize=7)
     if handles:
-        fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.08 if handles else 0, 1, 1))
+        fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False,
+                   bbox_to_anchor=(0.5, foot))
+    fig.tight_layout(rect=(0, foot + (0.07 if handles else 0.01), 1, 1))
     fig.savefig(path, dpi=150)
     plt.close(fig)
     return path

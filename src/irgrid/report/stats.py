@@ -73,10 +73,11 @@ def win_tie_loss(results: pd.DataFrame) -> pd.DataFrame:
     for (system, measure), block in res.groupby(["system", "measure"], sort=False):
         if (block["system"] == block["baseline"]).all():
             continue
-        w = t = lo = 0
+        w = t = lo = missing = 0
         for _, r in block.iterrows():
             base = res[(res["dataset"] == r["dataset"]) & (res["system"] == r["baseline"]) & (res["measure"] == measure)]
-            if base.empty:
+            if base.empty:  # the baseline failed there: not a tie (issue 32: a failed baseline read 0/0/0)
+                missing += 1
                 continue
             sig = r["significant"] is True or str(r["significant"]).lower() == "true"
             if sig and r["value"] > base["value"].iloc[0]:
@@ -86,8 +87,9 @@ def win_tie_loss(results: pd.DataFrame) -> pd.DataFrame:
             else:
                 t += 1
         rows.append({"system": system, "measure": measure, "baseline": block["baseline"].iloc[0],
-                     "win": w, "tie": t, "loss": lo, "datasets": w + t + lo})
-    return pd.DataFrame(rows, columns=["system", "measure", "baseline", "win", "tie", "loss", "datasets"])
+                     "win": w, "tie": t, "loss": lo, "datasets": w + t + lo, "baseline_missing": missing})
+    return pd.DataFrame(rows, columns=["system", "measure", "baseline", "win", "tie", "loss", "datasets",
+                                       "baseline_missing"])
 
 
 @dataclass(frozen=True)

@@ -173,8 +173,13 @@ def fusion_tbl(a: Analyses) -> Table:
 
 
 def cross_dataset_tables(a: Analyses) -> list[Table]:
-    wtl = [[TableCell(r["system"]), TableCell(r["measure"]), TableCell(str(r["baseline"])), TableCell(str(r["win"])), TableCell(str(r["tie"])),
-            TableCell(str(r["loss"]))] for _, r in a.win_tie_loss.iterrows()]
+    def _wtl_row(r) -> list[TableCell]:  # a baseline that failed is said so, never counted as ties
+        missing = int(r.get("baseline_missing", 0) or 0)
+        base = f"{r['baseline']} (failed on {missing} dataset(s))" if missing else str(r["baseline"])
+        counts = [str(r[k]) if r["datasets"] else "–" for k in ("win", "tie", "loss")]
+        return [TableCell(r["system"]), TableCell(r["measure"]), TableCell(base), *map(TableCell, counts)]
+
+    wtl = [_wtl_row(r) for _, r in a.win_tie_loss.iterrows()]
     meta = [[TableCell(r["system"]), TableCell(r["measure"]), TableCell(str(r["k"])), TableCell(f"{r['effect']:+.4f}"),
              TableCell(_fmt(r["se"], 4)), TableCell(f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"), TableCell(_fmt(r["p"], 4)),
              TableCell(_fmt(r["tau2"], 6)), TableCell(_fmt(r["i2"], 2))] for _, r in a.meta_analysis.iterrows()]

@@ -59,6 +59,17 @@ def _write_documents(grid: Grid, a: Analyses, tables: Sequence[Table], figures: 
     skipped = a.params.get("skipped") or []
     note = (f"Skipped (no stored runs in {grid.out / 'runs'}): failure points, hard queries, Jaccard and fusion "
             f"for {', '.join(skipped)}." if skipped else "")
+    from irgrid.runner.outputs import depth_note
+
+    deep = depth_note(grid.results)  # measures deeper than the system returns (results.csv `beyond_depth`)
+    note = " ".join(n for n in (note, deep) if n)
+    failed = [f for f in grid.failures if f.get("retriever") != "*" and not str(f.get("dataset", "")).startswith(
+        "aggregate:") and not str(f.get("error", "")).startswith("baseline ")]
+    if failed:  # cells that did not run are named, not left out silently (issue 32)
+        listed = "; ".join(f"{f.get('retriever')} on {f.get('dataset')}: {str(f.get('error', '')).splitlines()[0][:160]}"
+                           for f in failed[:20])
+        note = (note + " " if note else "") + (f"{len(failed)} failed cell(s) (failures.json), absent from every "
+                                               f"table: {listed}" + (" ..." if len(failed) > 20 else "") + ".")
     md = [f"# {name}: report", "", f"From `{grid.out}` ({params}).", ""] + ([note, ""] if note else [])
     md += [to_markdown(t) for t in tables]
     md += [f"![{p.stem}]({p.name})\n" for p in figures]

@@ -28,6 +28,7 @@ from irgrid.data.datasets import Dataset, DatasetError
 from irgrid.data.datasets import get as get_dataset
 from irgrid.data.doc_fields import fielded_docs
 from irgrid.models import resolver as models_mod
+from irgrid.runner.checks import RunCheckError, check_run, depth_of
 from irgrid.store import CacheError, Store
 
 log = logging.getLogger("irgrid")
@@ -211,11 +212,24 @@ def _write_stage(stage, dataset: Dataset, store: Store, docs, docs_count: int, m
 
 
 def build_pipeline(retriever: Retriever, dataset: str | Dataset | None = None, store: Store | None = None,
-                   model_map: dict[str, str] | None = None):
-    """The entry's full query pipeline on a dataset (index built or reused), dataset policies included."""
+                   model_map: dict[str, str] | None = None, check_queries: bool = True):
+    """The entry's full query pipeline on a dataset (index built or reused), dataset policies included.
+    `check_queries` (the Python API's default) puts a check that every query is text in front; a grid's own
+    topics are checked when read."""
+    if check_queries:
+        from irgrid.runner.transforms import CheckQueries
+
+        return CheckQueries() >> _build_pipeline(retriever, dataset, store, model_map)
+    return _build_pipeline(retriever, dataset, store, model_map)
+
+
+def _build_pipeline(retriever: Retriever, dataset: str | Dataset | None, store: Store | None,
+                    model_map: dict[str, str] | None):
+    if not isinstance(retriever, Retriever):
+        raise TypeError(f"expected a retriever (irgrid.retriever('bm25-pisa')) or its name, got {retriever!r}")
     if dataset is None:
         raise ValueError(f"{retriever.name}.pipeline() needs a dataset to index, e.g. 'beir/scifact/test'")
-    dataset = get_dataset(dataset) if isinstance(dataset, str) else dataset
+    dataset = dataset_of(dataset)
     store = store or Store()
     compose = getattr(retriever, "compose", None)
     if compose is not None:  # a pipeline expression (irgrid.runner.expressions): built from its parts' stored cells
@@ -236,6 +250,10 @@ def build_pipeline(retriever: Retriever, dataset: str | Dataset | None = None, s
             artifact = recipe.open(folder, recipe.params, resolve_models(recipe.models, model_map))
             pipeline = retriever.query(artifact, ctx)
             store.record_lazy(folder)
+    from irgrid.runner.roles import FirstStage
+
+    # given a result frame, a first stage re-ranks it or says what to use: it never retrieves anew
+    pipeline = FirstStage(retriever, dataset, store, model_map or {}, pipeline)
     if dataset.drop_self_matches:
         from irgrid.runner.transforms import DropSelfMatches
 
@@ -284,15 +302,20 @@ def _index_encoding(retriever: Retriever, dataset: Dataset, store: Store) -> dic
 def _latency_accounting(pipeline):
     """Sum of `latency_seconds()` over the pipeline's parts: time a stage really costs but that a cache served
     in this process (e.g. cached query generations). Duck-typed, so any transformer can declare it."""
-    parts, stack = [], [pipeline]
+    parts, stack, seen = [], [pipeline], set()
     while stack:
         t = stack.pop()
+        if id(t) in seen:  # a stage reused within one pipeline declares its time once
+            continue
+        seen.add(id(t))
         if hasattr(t, "latency_seconds"):
             parts.append(t)
         stack.extend(getattr(t, "_transformers", None) or [])
-        inner = getattr(t, "transformer", None)
-        if inner is not None and inner is not t:
-            stack.append(inner)
+        stack.extend(getattr(t, "transformers", None) or [])  # pyterrier-alpha RRFusion
+        for attr in ("transformer", "left", "right"):  # wrappers; PyTerrier's +, |, & operators
+            inner = getattr(t, attr, None)
+            if inner is not None and inner is not t and hasattr(inner, "transform"):
+                stack.append(inner)
     return lambda: sum(p.latency_seconds() for p in parts)
 
 
@@ -300,15 +323,17 @@ def run_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store
              model_map: dict[str, str] | None = None, latency_sample: int = 50) -> Cell:
     """Compute (or load) one cell's run. Latency follows the paper: L = (t_enc + t_ret) / N over the whole
     query set in one batch; p50/p95 come from `latency_sample` queries issued one at a time after warm-up;
-    opening the index and loading models is timed separately."""
+    opening the index and loading models is timed separately. The entry runs with its profile's values for
+    this dataset (`Retriever.for_dataset`)."""
+    retriever = retriever.for_dataset(dataset)
     loaded = store.load_run(retriever, dataset)
     if loaded is not None:
-        return Cell(retriever, dataset, loaded[0], loaded[1], cached=True)
+        return _checked(Cell(retriever, dataset, loaded[0], loaded[1], cached=True), topics)
     # one job computes a cell at a time (two grids submitted on one shared cache never compute it twice)
     with store.lock(store.run_path(retriever, dataset), f"run {retriever.name} on {dataset.name}"):
         loaded = store.load_run(retriever, dataset, repair=True)  # a damaged run is named, moved aside, redone
         if loaded is not None:
-            return Cell(retriever, dataset, loaded[0], loaded[1], cached=True)
+            return _checked(Cell(retriever, dataset, loaded[0], loaded[1], cached=True), topics)
         store.remove_leftovers(store.run_path(retriever, dataset))
         store.remove_leftovers(store.meta_path(retriever, dataset))
         return _compute_cell(retriever, dataset, topics, store, model_map, latency_sample)
@@ -323,7 +348,7 @@ def _compute_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, 
 def _timed_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store: Store,
                 model_map: dict[str, str] | None, latency_sample: int) -> Cell:
     start = time.perf_counter()
-    pipeline = build_pipeline(retriever, dataset, store, model_map)
+    pipeline = build_pipeline(retriever, dataset, store, model_map, check_queries=False)
     load_seconds = time.perf_counter() - start
     pipeline.transform(topics.head(1))  # warm-up (model load, JIT, JVM): not part of the latency
     accounted = _latency_accounting(pipeline)
@@ -337,6 +362,8 @@ def _timed_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, st
         t0 = time.perf_counter()
         pipeline.transform(topics.iloc[[i]])
         single.append(1000 * (time.perf_counter() - t0 + accounted() - before))
+    # a malformed run is refused before it is stored (never evaluated, never reused)
+    empty = check_run(res, retriever.name, dataset.name, topics, depth_of(retriever))
     models = resolve_models(retriever.all_models(), model_map)
     meta = {
         "retriever": retriever.name,
@@ -350,26 +377,42 @@ def _timed_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, st
                                 "p95": round(float(np.percentile(single, 95)), 3)} if single else {})},
         "load_seconds": round(load_seconds, 3),
         "hardware": hardware(),
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),  # when its latency was measured
         # how the documents were encoded (dtype, batch size after any out-of-memory back-off), when recorded
         "encoding": _index_encoding(retriever, dataset, store),
         "device": settings.device(),
         "models": {role: r.manifest() for role, r in models.items()},
         "config": retriever.config(),
         "pipeline": repr(pipeline),
+        "empty_queries": empty,  # topic qids without any result (present in the topics, absent from the run)
     }
     store.save_run(retriever, dataset, res, meta)
     loaded = store.load_run(retriever, dataset)  # evaluate exactly what was stored: reruns are identical
     assert loaded is not None
-    return Cell(retriever, dataset, loaded[0], loaded[1], cached=False)
+    return _checked(Cell(retriever, dataset, loaded[0], loaded[1], cached=False), topics)
+
+
+def _checked(cell: Cell, topics: pd.DataFrame | None) -> Cell:
+    """The cell, its run checked (irgrid.runner.checks): a stored run with duplicate pairs, more rows than the
+    system's depth, disordered ranks or foreign queries is refused; the queries without results are recorded."""
+    empty = check_run(cell.res, cell.retriever.name, cell.dataset.name, topics, depth_of(cell.retriever))
+    recorded = cell.meta.get("empty_queries")
+    if recorded is not None and topics is not None and sorted(map(str, recorded)) != empty:
+        lost = sorted(set(empty) - set(map(str, recorded)))
+        raise RunCheckError(f"run of {cell.retriever.name!r} on {cell.dataset.name!r}: queries {lost[:5]} have no "
+                            f"results although its metadata records only {len(recorded)} empty queries")
+    cell.meta.setdefault("empty_queries", empty)  # runs stored before this was recorded
+    return cell
 
 
 def load_cell(retriever: Retriever, dataset: Dataset, store: Store) -> Cell:
     """A cell computed elsewhere (a cluster job): its stored run, or an error saying it is missing."""
+    retriever = retriever.for_dataset(dataset)
     loaded = store.load_run(retriever, dataset)
     if loaded is None:
         raise FileNotFoundError(f"{retriever.name} on {dataset.name}: no stored run at {store.run_path(retriever, dataset)} "
                                 f"although its job reported success")
-    return Cell(retriever, dataset, loaded[0], loaded[1], cached=True)
+    return _checked(Cell(retriever, dataset, loaded[0], loaded[1], cached=True), dataset.topics())
 
 
 @dataclass
@@ -380,4 +423,39 @@ class Failure:
     traceback: str
 
 
+def dataset_of(dataset: str | Dataset) -> Dataset:
+    """A Dataset from a name; a `DatasetName` (what the function form of `extra=` receives) carries the grid's own
+    Dataset (a query sample, a bring-your-own collection), so `retriever.pipeline(name)` is that very dataset."""
+    if isinstance(dataset, str):
+        return getattr(dataset, "dataset", None) or get_dataset(dataset)
+    return dataset
+
+
+class DatasetName(str):
+    """A dataset's name (compares and prints as the name) that still knows its Dataset."""
+
+    dataset: Dataset
+
+    def __new__(cls, dataset: Dataset) -> DatasetName:
+        out = super().__new__(cls, dataset.name)
+        out.dataset = dataset
+        return out
+
+
+def _scorer_role(retriever: Retriever, dataset: str | Dataset | None = None, store: Store | None = None,
+                 model_map: dict[str, str] | None = None):
+    from irgrid.runner.roles import build_scorer
+
+    return build_scorer(retriever, None if dataset is None else dataset_of(dataset), store, model_map)
+
+
+def _indexer_role(retriever: Retriever, dataset: str | Dataset | None = None, store: Store | None = None,
+                  model_map: dict[str, str] | None = None):
+    from irgrid.runner.roles import build_indexer
+
+    return build_indexer(retriever, None if dataset is None else dataset_of(dataset), store, model_map)
+
+
 PIPELINE_BUILDER["build"] = build_pipeline  # `Retriever.pipeline()` (irgrid.core.retrievers) builds through this
+PIPELINE_BUILDER["scorer"] = _scorer_role  # `Retriever.scorer()`
+PIPELINE_BUILDER["indexer"] = _indexer_role  # `Retriever.indexer()`

@@ -206,6 +206,8 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
         try:  # the profile's settings first, then this item's options on top
             entry = base.with_profile(profile, name=item.get("as"))
             retrievers.append(entry.with_options(**options) if options else entry)
+        except r_mod.OptionValueError as e:  # the same words as check_options below
+            raise ExperimentError(f"{source}: {where} ({e.entry}): {e.problem}") from None
         except ValueError as e:
             raise ExperimentError(f"{source}: {where}: {e}") from None
     if pipelines:
@@ -224,7 +226,9 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
         if problem:
             raise ExperimentError(f"{source}: retrievers[{i}] ({r.name}): {problem}")
     names = [r.name for r in retrievers]
-    dupes = sorted({n for n in names if names.count(n) > 1})
+    import collections
+
+    dupes = sorted(n for n, count in collections.Counter(names).items() if count > 1)  # linear: 18,000 variants
     if dupes:
         raise ExperimentError(f"{source}: retriever name(s) {dupes} appear twice; give variants a distinct 'as:' name")
     measures = [parse_measure(str(m), f"{source}: measures[{i}]") for i, m in enumerate(data.get("measures") or [])]
@@ -275,12 +279,12 @@ def with_extra(spec: Any, extra: Mapping[str, Any] | None, keys: Mapping[str, st
     if isinstance(spec, dict):
         spec = from_dict(spec)
     spec = spec if isinstance(spec, ExperimentSpec) else load(spec)
+    keys = dict(keys or {})
+    unknown = sorted(set(keys) - set(extra or {}))
+    if unknown:  # checked before `extra` may be empty: an orphan key was silently ignored (issue 32)
+        raise ExpressionError(f"keys {unknown} name no extra pipeline; extra pipelines: {sorted(extra or {})}")
     if not extra:
         return spec
-    keys = dict(keys or {})
-    unknown = sorted(set(keys) - set(extra))
-    if unknown:
-        raise ExpressionError(f"keys {unknown} name no extra pipeline; extra pipelines: {sorted(extra)}")
     names = {r.name for r in spec.retrievers}
     clash = sorted(set(extra) & names)
     if clash:

@@ -13,8 +13,9 @@ What is ours and why (everything else is PyTerrier's, pyterrier-alpha's and pyte
   stage share its stored run;
 - re-ranking position: an entry on the right of `>>` scores the candidates it receives instead of retrieving.
   Dense entries do so through a pyterrier-dr `BiEncoder` over irgrid's own encoding engine (the same vectors
-  the entry's index holds, documents' texts from the dataset's ir_datasets docstore); `reranker` entries
-  (`pipelines/rerankers.py`: cross-encoders, monoT5) only re-rank.
+  the entry's index holds, documents' texts from the dataset's ir_datasets docstore), late-interaction entries
+  by exact MaxSim (`late_scorer`); `reranker` entries (`pipelines/rerankers.py`: cross-encoders, monoT5) only
+  re-rank. The same scorers are the entries' `.scorer(ds)` role in Python (irgrid.runner.roles).
 
 Grammar (operators as in PyTerrier):
 
@@ -36,6 +37,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import math
 import operator
 import re
 from collections.abc import Callable, Mapping
@@ -107,12 +109,22 @@ def parse(text: str) -> Ref | Op:
         return f"{_PLACEHOLDER}{len(names) - 1}"
 
     source = _NAME.sub(swap, text)
+    if len(names) > MAX_NAMES:  # every later step recurses over the tree: Python's stack ends near 500 terms
+        raise ExpressionError(f"{text[:60]!r}...: {len(names)} pipeline names in one expression; at most "
+                              f"{MAX_NAMES} (fuse fewer runs, or fuse groups in named expressions)")
     try:
         tree = ast.parse(source.strip(), mode="eval").body
+        return _check(tree, text, names)
     except SyntaxError as e:
-        raise ExpressionError(f"{text!r} is not a valid expression ({e.msg}); operators are >> % + * | & and "
+        shown = repr(text) if len(text) <= 200 else f"{text[:60]!r}..."
+        raise ExpressionError(f"{shown} is not a valid expression ({e.msg}); operators are >> % + * | & and "
                               f"functions {', '.join(f.example for f in FUNCTIONS.values())}") from None
-    return _check(tree, text, names)
+    except RecursionError:  # nesting by parentheses or numbers alone
+        raise ExpressionError(f"{text[:60]!r}...: nested too deeply to read; write it with fewer levels") from None
+
+
+MAX_NAMES = 200
+MAX_WEIGHT = 1e6  # weights are relative: a million times another term already decides alone
 
 
 def _number(node: ast.AST) -> float | int | None:
@@ -153,6 +165,10 @@ def _check(node: ast.AST, text: str, names: list[str]) -> Ref | Op:
                 raise ExpressionError(f"in {text!r}: '{show(node)}': * weights one pipeline by a number, e.g. "
                                       f"'0.7 * bm25'; combine two pipelines with + or rrf(...)")
             weight, other = (left_n, node.right) if left_n is not None else (right_n, node.left)
+            if not (math.isfinite(weight) and 0 < weight <= MAX_WEIGHT):
+                raise ExpressionError(f"in {text!r}: weight {show(node.left if left_n is not None else node.right)}"
+                                      f" is outside (0, {MAX_WEIGHT:g}]: fusion weights scale normalised scores, so "
+                                      f"they must be positive and finite; leave a pipeline out by removing its term")
             return Op("*", (sub(other),), (("weight", float(weight)),))
         for side in (node.left, node.right):
             if _number(side) is not None:
@@ -224,6 +240,7 @@ def _ensure_scorers() -> None:
     from irgrid.dense import entry as dense_entry
 
     SCORERS.setdefault(dense_entry.dense_query, dense_scorer)
+    SCORERS.setdefault(dense_entry.late_query, late_scorer)
 
 
 @dataclass(frozen=True, eq=False)
@@ -243,6 +260,9 @@ class Expression(Retriever):
             out.update({f"{name}:{role}": ref for role, ref in part.all_models().items()})
         return out
 
+    def depth(self) -> int | None:
+        return _depth(self.tree, self.parts)
+
     def with_tiny_models(self) -> Retriever:
         """Every part on its tiny stand-ins (the parts' keys, hence this expression's, say so)."""
         return dataclasses.replace(self, parts={n: p.with_tiny_models() for n, p in self.parts.items()},
@@ -253,11 +273,31 @@ class Expression(Retriever):
             raise ValueError(f"pipeline {self.name!r} has no options: set options on the entries it names")
         return dataclasses.replace(self, name=name or self.name)
 
-    def compose(self, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None = None) -> Any:
-        """The runnable pipeline on a dataset: first stages read their cells' stored runs (computed if missing)."""
+    def compose(self, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None = None,
+                live: bool = False) -> Any:
+        """The runnable pipeline on a dataset: first stages read their cells' stored runs (computed if missing);
+        `live` (the latency pass) runs them as retrievers instead, so the whole expression is timed as run."""
         parts: list[Any] = []
-        inner = _compile(self.tree, self.parts, "first", dataset, store, dict(model_map or {}), parts)
-        return _Composed(inner, parts, self.source)
+        inner = _compile(self.tree, self.parts, "first", dataset, store, dict(model_map or {}), parts, live)
+        return _Composed(inner, parts, self)
+
+
+def _depth(tree: Ref | Op, parts: Mapping[str, Retriever]) -> int | None:
+    """Most results per query: a cut-off's k, a cascade its candidates', fusions the union's (rrf: num_results)."""
+    if isinstance(tree, Ref):
+        return parts[tree.name].depth()
+    depths = [_depth(p, parts) for p in tree.parts]
+    args = dict(tree.args)
+    if tree.op == "%":
+        return int(args["k"]) if depths[0] is None else min(int(args["k"]), depths[0])
+    if tree.op == "rrf":
+        known = None if None in depths else sum(depths)  # type: ignore[arg-type]
+        return int(args["num_results"]) if known is None else min(int(args["num_results"]), known)
+    if tree.op in (">>", "*"):
+        return depths[0]
+    if None in depths:
+        return None
+    return min(depths) if tree.op == "&" else sum(depths)  # type: ignore[arg-type]
 
 
 def _no_query(*_: Any) -> Any:
@@ -346,8 +386,8 @@ def _check_positions(tree: Ref | Op, parts: Mapping[str, Retriever], mode: str, 
         if mode == "rerank" and entry.query not in SCORERS:
             kind = "a pipeline" if isinstance(entry, Expression) else f"a {entry.family} entry"
             raise ExpressionError(f"{where}: pipeline {text!r}: {tree.name!r} ({kind}) cannot re-rank the "
-                                  f"candidates of the left side of >>; re-rankers are dense bi-encoders and the "
-                                  f"'reranker' family (see `irgrid list`). Fuse first stages with + or rrf(...)")
+                                  f"candidates of the left side of >>; re-rankers are dense bi-encoders, late-"
+                                  f"interaction entries and the 'reranker' family (see `irgrid list`). Fuse first stages with + or rrf(...)")
         return
     modes = ("first", "rerank") if tree.op == ">>" else (mode,) * len(tree.parts)
     feeds = (True, False) if tree.op == ">>" else (tree.op in ("|", "&"),) * len(tree.parts)
@@ -355,11 +395,36 @@ def _check_positions(tree: Ref | Op, parts: Mapping[str, Retriever], mode: str, 
         _check_positions(p, parts, m, where, text, ok)
 
 
+def expression(text: str, name: str = "pipeline", profile: str | None = None,
+               named: Mapping[str, Any] | None = None) -> Expression:
+    """A pipeline expression over registry entries, as the experiment item `{as: NAME, pipeline: TEXT}` of a file
+    without `profile:` resolves it (same entries, same tree, hence the same cache keys). `named`: the file's own
+    `as:` names (entries with options, other expressions), each renamed to its name as an item would be."""
+    from irgrid.core import retrievers as r_mod
+    from irgrid.core.profiles import DEFAULT_PROFILE
+
+    where = f"irgrid.pipeline({text!r})"
+    own = {}
+    for n, part in (named or {}).items():
+        if not isinstance(part, Retriever):
+            raise ExpressionError(f"{where}: names[{n!r}] is a {type(part).__name__}; give an entry "
+                                  f"(irgrid.retriever(...), with options) or irgrid.pipeline('EXPR', ds)")
+        own[n] = dataclasses.replace(part, name=n)
+    return compile_items([(name, text, where)], own,
+                         lambda n: r_mod.get(n).with_profile(profile or DEFAULT_PROFILE))[name]
+
+
 def extra_pipeline(name: str, pipeline: Any, key: str | None) -> Retriever:
     """A pipeline composed in Python (`irgrid.run(spec, extra={name: pipeline}, keys={name: key})`) as a grid
     cell. irgrid cannot see inside a Python object, so its cache key is the caller's `key`: change it whenever the
     pipeline changes. `pipeline` is a PyTerrier transformer, or a function dataset-name -> transformer for grids
     over several datasets."""
+    expression = getattr(pipeline, "expression", None)
+    if isinstance(expression, Expression):  # irgrid.pipeline("EXPR", ds): the YAML item's cell, under its own key
+        try:
+            return dataclasses.replace(expression, name=name)
+        except ValueError as e:
+            raise ExpressionError(f"extra pipeline: {e}") from None
     if not key or not isinstance(key, str):
         raise ExpressionError(f"extra pipeline {name!r} needs a cache key: keys={{{name!r}: 'my-v1'}} (irgrid cannot "
                               f"hash a Python object; change the key whenever you change the pipeline)")
@@ -385,8 +450,14 @@ class _Extra(Retriever):
     def compose(self, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None = None) -> Any:
         import pyterrier as pt
 
+        from irgrid.runner.cell import DatasetName
+
         p = self.pipeline
-        p = p if isinstance(p, pt.Transformer) else p(dataset.name)
+        # the function gets the name, which still knows the grid's Dataset (a query sample, a collection): passed to
+        # `.pipeline(name)` / `irgrid.pipeline(..., name)` it is that very dataset
+        p = p if isinstance(p, pt.Transformer) else p(DatasetName(dataset))
+        if isinstance(getattr(p, "expression", None), Expression):  # irgrid.pipeline("EXPR", name): this grid's cache
+            p = p.expression.compose(dataset, store, model_map)
         if dataset.drop_self_matches:  # the dataset's policy applies to every cell (entries get it in build_pipeline)
             from irgrid.runner.transforms import DropSelfMatches
 
@@ -398,13 +469,17 @@ class _Extra(Retriever):
 
 
 def _compile(tree: Ref | Op, parts: Mapping[str, Retriever], mode: str, dataset: Dataset, store: Store,
-             model_map: dict[str, str], accounted: list[Any]) -> Any:
+             model_map: dict[str, str], accounted: list[Any], live: bool = False) -> Any:
     def sub(t: Ref | Op, m: str = mode) -> Any:
-        return _compile(t, parts, m, dataset, store, model_map, accounted)
+        return _compile(t, parts, m, dataset, store, model_map, accounted, live)
 
     if isinstance(tree, Ref):
         entry = parts[tree.name]
-        if mode == "first":
+        if mode == "first" and live:
+            from irgrid.runner.cell import build_pipeline
+
+            stage = build_pipeline(entry, dataset, store, model_map)
+        elif mode == "first":
             stage = CachedRun(entry, dataset, store, model_map)
         else:
             stage = _scorer(entry, dataset, store, model_map)
@@ -448,15 +523,17 @@ def CachedRun(entry: Retriever, dataset: Dataset, store: Store, model_map: Mappi
 
 
 def MinMax() -> Any:  # noqa: N802
-    return _classes()["MinMax"]()
+    from irgrid.runner.transforms import PerQueryMinMax
+
+    return PerQueryMinMax()
 
 
 def DocText(dataset: Dataset) -> Any:  # noqa: N802
     return _classes()["DocText"](dataset)
 
 
-def _Composed(inner: Any, parts: list[Any], source: str) -> Any:  # noqa: N802
-    return _classes()["Composed"](inner, parts, source)
+def _Composed(inner: Any, parts: list[Any], expression: Expression) -> Any:  # noqa: N802
+    return _classes()["Composed"](inner, parts, expression)
 
 
 @functools.cache
@@ -542,28 +619,19 @@ def _classes() -> dict[str, type]:
         def __repr__(self) -> str:
             return f"DocText({self.dataset.corpus!r})"
 
-    class _MinMax(pt.Transformer):
-        """Per-query min-max scaling to [0, 1] (a query whose scores are all equal gets 0). pyterrier-alpha's
-        `PerQueryMaxMinScore` does this but fails to import its validator in 0.16.5, hence ours."""
-
-        def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-            if len(inp) == 0:
-                return inp
-            g = inp.groupby("qid")["score"]
-            lo, hi = g.transform("min"), g.transform("max")
-            span = (hi - lo).where(hi > lo, 1.0)
-            return inp.assign(score=((inp["score"] - lo) / span).astype(float))
-
-        def __repr__(self) -> str:
-            return "PerQueryMinMax()"
-
     class _Composed(pt.Transformer):
         """The compiled expression; sums the latency its stored stages and memoised scorers declare."""
 
-        def __init__(self, inner: Any, parts: list[Any], source: str):
-            self._inner, self._parts, self.source = inner, parts, source
+        def __init__(self, inner: Any, parts: list[Any], expression: Expression):
+            self._inner, self._parts, self.expression = inner, parts, expression
+            self.source = expression.source
 
         def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+            if "docno" in inp.columns:  # its first stages serve stored runs per qid: they would retrieve anew
+                raise ExpressionError(
+                    f"pipeline {self.source!r} is a first stage: it retrieves for each query, and received a result "
+                    f"frame (a 'docno' column). To re-rank candidates use a scorer, e.g. "
+                    f"irgrid.retriever('all-minilm-l6-v2').scorer(ds), or put the whole cascade in one expression")
             out = self._inner.transform(inp)
             if len(out) == 0:
                 return out
@@ -582,7 +650,7 @@ def _classes() -> dict[str, type]:
         def __repr__(self) -> str:
             return f"Expression({self.source!r}: {self._inner!r})"
 
-    return {"CachedRun": _CachedRun, "DocText": _DocText, "Composed": _Composed, "MinMax": _MinMax}
+    return {"CachedRun": _CachedRun, "DocText": _DocText, "Composed": _Composed}
 
 
 # -- scorers ------------------------------------------------------------------------------------------------------
@@ -657,7 +725,8 @@ def _with_latency(scorer: Any, owner: Any, needs_text: bool = True) -> Any:
         def transform(self, inp: Any) -> Any:
             if len(inp) == 0:
                 return inp.assign(score=[], rank=[]) if "score" not in inp.columns else inp
-            out = scorer.transform(inp.drop(columns=["score", "rank"], errors="ignore"))
+            # `docid`: a first stage's own document ids (another index's numbering): never look vectors up by it
+            out = scorer.transform(inp.drop(columns=["score", "rank", "docid"], errors="ignore"))
             out = out.drop(columns=[c for c in ("query_vec", "doc_vec", "docid") if c in out.columns])
             return pt.model.add_ranks(out)
 
@@ -670,3 +739,59 @@ def _with_latency(scorer: Any, owner: Any, needs_text: bool = True) -> Any:
     out = _Scorer()
     out.needs_text = needs_text
     return out
+
+
+def late_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None, index: Any = None) -> Any:
+    """A late-interaction entry (ColBERT) as a re-ranker: exact MaxSim of the query's token vectors against each
+    candidate's, read from the entry's index when the cache holds it (the very scores of its full run: its
+    retriever scores candidates by exact MaxSim over the same fp16 vectors), otherwise encoded from the
+    candidates' texts by the entry's engine (float32: equal up to fp16 rounding). pyterrier-colbert's text scorer
+    does the latter but needs colbert-ai, which fails on the pinned transformers (irgrid.dense.entry)."""
+    import numpy as np
+    import pyterrier as pt
+
+    from irgrid.dense.engine import engine_for, make_query_encoder
+    from irgrid.dense.entry import spec_of
+
+    batch = int(entry.options["batch_size"])
+    q_engine = engine_for(spec_of(entry, "q"), "q", models["query"], device, batch)
+    encode_queries = make_query_encoder(q_engine)
+    stored = index.retriever() if index is not None else None
+    row_of = {d: i for i, d in enumerate(stored.docnos)} if stored is not None else None
+    d_engine = None if stored is not None else engine_for(spec_of(entry, "d"), "d", models["doc"], device, batch)
+    memo = Memo()
+
+    def maxsim(q: np.ndarray, docs: list[np.ndarray]) -> np.ndarray:
+        return np.array([float((q @ np.asarray(d, dtype=np.float32).T).max(axis=1).sum()) if len(d) else 0.0
+                         for d in docs], dtype=np.float32)
+
+    class _LateScorer(pt.Transformer):
+        def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+            if len(inp) == 0:
+                return inp.assign(score=[], rank=[]) if "score" not in inp.columns else inp
+            out = encode_queries.transform(inp.drop(columns=["score", "rank"], errors="ignore")
+                                           .reset_index(drop=True))
+            scores = np.zeros(len(out), dtype=np.float32)
+            for _, rows in out.groupby("qid", sort=False).indices.items():
+                q = np.asarray(out["query_embs"].iloc[rows[0]], dtype=np.float32)
+                docnos = out["docno"].iloc[rows].astype(str).tolist()
+                if stored is not None:
+                    missing = [d for d in docnos if d not in row_of]
+                    if missing:
+                        raise KeyError(f"{entry.name}: {len(missing)} candidate(s) not in its index, e.g. {missing[:3]}")
+                    scores[rows] = stored.maxsim(q, np.array([row_of[d] for d in docnos], dtype=np.int64))
+                else:
+                    texts = out["text"].iloc[rows].tolist()
+                    scores[rows] = maxsim(q, memo.get_many(texts, lambda todo: list(d_engine.encode(todo))))
+            out = out.drop(columns=["query_embs"]).assign(score=scores.astype(float))
+            return pt.model.add_ranks(out)
+
+        def latency_seconds(self) -> float:
+            return memo.served
+
+        def __repr__(self) -> str:
+            return f"LateInteractionScorer({entry.name!r}, {'index' if stored is not None else 'texts'})"
+
+    scorer = _LateScorer()
+    scorer.needs_text = stored is None
+    return scorer

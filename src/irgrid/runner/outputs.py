@@ -64,12 +64,29 @@ def markdown_table(results: pd.DataFrame, alpha: float = 0.05) -> str:
                 if r["significant"] is True:
                     base = block[(block["system"] == baseline) & (block["measure"] == m)]["value"].iloc[0]
                     text += " ▲" if r["value"] > base else " ▼"
+                if str(r.get("beyond_depth")) == "True":
+                    text += " †"
                 cells.append(text)
             name = f"{system} (baseline)" if system == baseline else system
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines.append("")
     lines.append(f"▲/▼: significantly better/worse than the baseline (corrected p < {alpha}).")
+    deep = depth_note(results)
+    if deep:
+        lines += ["", deep]
     return "\n".join(lines) + "\n"
+
+
+def depth_note(results: pd.DataFrame) -> str:
+    """A note on the values whose measure looks deeper than the system returns (column `beyond_depth`)."""
+    if "beyond_depth" not in results.columns:
+        return ""
+    flagged = results[results["beyond_depth"].astype(str) == "True"]
+    if not len(flagged):
+        return ""
+    shown = "; ".join(f"{d}: {s} {m}" for d, s, m in zip(flagged["dataset"], flagged["system"], flagged["measure"]))
+    return (f"†: the measure looks deeper than the system returns (a cut-off above its depth, or no cut-off on a run "
+            f"shorter than the deepest compared): part of the value is truncation, not ranking. {shown}.")
 
 
 WRITING = ".irgrid-writing"  # present while a grid writes its outputs: the folder is not one experiment yet
@@ -150,13 +167,17 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
         for cell in cells:
             entry = retrievers.setdefault(cell.retriever.name, {
                 "family": cell.retriever.family, "architecture": cell.retriever.architecture,
-                "paper_name": paper_name(cell.retriever),
+                "paper_name": paper_name(cell.retriever, cell.dataset),
                 "config_hash": cell.retriever.key(), "models": cell.meta.get("models", {}),
                 "profile": cell.retriever.profile,  # irgrid.core.profiles name applied (None: the entry's defaults)
                 "reference": cell.retriever.reference, "runs": {},
             })
             entry["runs"][dataset_name] = {"run_key": cell.meta.get("key"), "cached": cell.cached,
-                                           "ms_per_query": cell.meta.get("ms_per_query")}
+                                           "ms_per_query": cell.meta.get("ms_per_query"),
+                                           "measured_at": cell.meta.get("measured_at")}
+            own = dict(getattr(cell.retriever, "dataset_applied", None) or {})
+            if own:  # the profile's values for this dataset (e.g. ColBERTv2's query length on ArguAna)
+                entry["runs"][dataset_name]["options"] = own
     manifest = {
         "tiny_models": tiny,  # retrievers whose numbers come from random-weight stand-ins
         "experiment": spec.name,
@@ -174,7 +195,7 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
     write_qrels(cells_by_dataset, out)
 
 
-def paper_name(retriever) -> str | None:
+def paper_name(retriever, dataset=None) -> str | None:
     """The paper's name for a retriever, only when it is the registered entry unchanged (a variant with other
     options is not the configuration the paper evaluated, so its results are new, not reproductions)."""
     from irgrid.core.registry import UnknownNameError
@@ -186,16 +207,25 @@ def paper_name(retriever) -> str | None:
         return None
     if getattr(retriever, "profile", None):  # the entry under the named profile it ran with (paper or card)
         entry = entry.with_profile(retriever.profile)
+    if dataset is not None:  # and with its values for that dataset
+        entry = entry.for_dataset(dataset)
     return retriever.paper_name if entry.key() == retriever.key() else None
 
 
 def write_qrels(cells_by_dataset, out: Path) -> None:
     """qrels/<dataset-slug>.qrels (TREC format) beside the runs, so that failure points, fusion and every other
-    analysis of `irgrid report` work from the output folder alone."""
+    analysis of `irgrid report` work from the output folder alone. The qrels of an earlier experiment written to
+    the same folder are removed (the manifest lists every file under qrels/)."""
+    written = set()
     for cells in cells_by_dataset.values():
         if not cells:
             continue
         dataset = cells[0].dataset
         qrels = dataset.qrels()
         lines = [f"{q} 0 {d} {int(rel)}" for q, d, rel in zip(qrels["qid"], qrels["docno"], qrels["label"])]
-        write_text_atomic(out / "qrels" / f"{dataset.slug}.qrels", "\n".join(lines) + "\n")
+        target = out / "qrels" / f"{dataset.slug}.qrels"
+        write_text_atomic(target, "\n".join(lines) + "\n")
+        written.add(target)
+    for stale in (out / "qrels").glob("*.qrels"):
+        if stale not in written:
+            stale.unlink()

@@ -30,6 +30,24 @@ class DropSelfMatches(pt.Transformer):
         return hash("DropSelfMatches")
 
 
+class CheckQueries(pt.Transformer):
+    """Queries given through the Python API must be text: None, NaN or a number reached PISA as a SystemError
+    (issue 32). PyTerrier has no input check of this kind; one ValueError names the query id instead."""
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        if len(inp) and "query" in inp.columns and not all(isinstance(q, str) for q in inp["query"].tolist()):
+            bad = inp[~inp["query"].map(lambda q: isinstance(q, str))]
+            if len(bad):
+                first = bad.iloc[0]
+                qid = first["qid"] if "qid" in bad.columns else bad.index[0]
+                raise ValueError(f"query {first['query']!r} (qid {qid!r}) is not text: {len(bad)} of {len(inp)} "
+                                 f"queries are not str; pass each query as a string (drop missing ones first)")
+        return inp
+
+    def __repr__(self) -> str:
+        return "CheckQueries()"
+
+
 def drop_unjudged_self_matches(res: pd.DataFrame, qrels: pd.DataFrame) -> pd.DataFrame:
     """The paper's evaluation rule on every dataset: a document whose id equals the query id is removed unless
     it is judged relevant (valentinsvelev/retriever-evaluation src/evaluator.py, skip_self_matches='auto').
@@ -49,3 +67,28 @@ def drop_unjudged_self_matches(res: pd.DataFrame, qrels: pd.DataFrame) -> pd.Dat
     if "rank" in kept.columns:
         kept = pt.model.add_ranks(kept.drop(columns=["rank"]))
     return kept
+
+
+class PerQueryMinMax(pt.Transformer):
+    """Per-query min-max scaling of `score` to [0, 1] (a query whose scores are all equal gets 0): the
+    normalisation of the expression grammar's `+` (`0.7 * bm25 + 0.3 * dense`). pyterrier-alpha's
+    `PerQueryMaxMinScore` does this but fails to import its validator with the pinned PyTerrier, hence ours.
+    In Python: `0.7 * (a >> PerQueryMinMax()) + 0.3 * (b >> PerQueryMinMax())`."""
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        if len(inp) == 0:
+            return inp
+        score = inp["score"].astype(float)  # in float64 whatever the retriever's dtype: both doors compute alike
+        g = score.groupby(inp["qid"])
+        lo, hi = g.transform("min"), g.transform("max")
+        span = (hi - lo).where(hi > lo, 1.0)
+        return inp.assign(score=(score - lo) / span)
+
+    def __repr__(self) -> str:
+        return "PerQueryMinMax()"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PerQueryMinMax)
+
+    def __hash__(self) -> int:
+        return hash("PerQueryMinMax")

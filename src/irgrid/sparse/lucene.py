@@ -21,6 +21,9 @@ from pathlib import Path
 import pandas as pd
 import pyterrier as pt
 
+from irgrid.core.artifacts import KINDS, Packaged, write_meta
+from irgrid.core.console import quiet_native
+
 
 def _java_major(java_home: str) -> int:
     try:
@@ -108,10 +111,14 @@ def available_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-class LuceneIndex:
-    """A Lucene index on disk; hands out retrieval transformers, like PyTerrier's index artifacts."""
+class LuceneIndex(Packaged, pt.Artifact):
+    """A Lucene index on disk, a PyTerrier artifact (`pt.Artifact.load(path)`): hands out `bm25()`."""
+
+    ARTIFACT_TYPE, ARTIFACT_FORMAT = KINDS["lucene"]
+    ARTIFACT_PACKAGE_HINT = "irgrid"
 
     def __init__(self, path: str | os.PathLike):
+        super().__init__(path)
         self.path = Path(path)
 
     def index(self, docs: Iterable[dict[str, str]], threads: int | None = None, docs_count: int | None = None,
@@ -153,6 +160,7 @@ class LuceneIndex:
                     code = proc.wait()
                     if code != 0 or not any(self.path.glob("segments_*")):
                         raise _IndexerExited(code)
+                    write_meta(self.path, "lucene")
                 except BaseException as e:
                     proc.kill()
                     proc.wait()
@@ -166,6 +174,13 @@ class LuceneIndex:
 
     def bm25(self, k1: float = 0.9, b: float = 0.4, num_results: int = 1000, threads: int = 2) -> LuceneBM25:
         return LuceneBM25(self.path, k1=k1, b=b, num_results=num_results, threads=threads)
+
+    def retriever(self, num_results: int = 1000) -> LuceneBM25:
+        """The index's default retriever: BM25 with the paper's k1=0.9, b=0.4."""
+        return self.bm25(num_results=num_results)
+
+    def __repr__(self) -> str:
+        return f"LuceneIndex({str(self.path)!r})"
 
 
 class LuceneBM25(pt.Transformer):
@@ -186,12 +201,14 @@ class LuceneBM25(pt.Transformer):
 
     def searcher(self):
         if self._searcher is None:
-            start_jvm()
-            with placeholder_openai_key():
+            # the JVM's and Lucene's start-up warnings (Java 22+ MMapDirectory, sun.misc.Unsafe): silenced in the
+            # Python API as in the CLI (-v / IRGRID_VERBOSE=1 shows them)
+            with quiet_native(f"opening the Lucene index {self.path}"), placeholder_openai_key():
+                start_jvm()
                 from pyserini.search.lucene import LuceneSearcher
 
-            self._searcher = LuceneSearcher(str(self.path))
-            self._searcher.set_bm25(self.k1, self.b)
+                self._searcher = LuceneSearcher(str(self.path))
+                self._searcher.set_bm25(self.k1, self.b)
         return self._searcher
 
     def transform(self, topics: pd.DataFrame) -> pd.DataFrame:

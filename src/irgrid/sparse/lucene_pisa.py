@@ -29,6 +29,9 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
+from irgrid.core.artifacts import KINDS, Packaged, write_meta
+from irgrid.core.console import quiet_native
+
 DEFAULT_SCALE = 1000.0  # impacts are integers: 1/1000 of a score unit keeps rankings within 0.002 (benchmarks)
 
 
@@ -72,12 +75,13 @@ def lucene_length(n_tokens: int) -> int:
 def _analyzer():
     from irgrid.sparse.lucene import start_jvm
 
-    start_jvm()
-    from jnius import autoclass
-    from pyserini.analysis import get_lucene_analyzer
+    with quiet_native("starting Anserini's analyzer (JVM)"):  # JVM warnings: silenced as in the CLI
+        start_jvm()
+        from jnius import autoclass
+        from pyserini.analysis import get_lucene_analyzer
 
-    # the analyzer Anserini's indexer and LuceneSearcher use when none is named (porter, English stopwords)
-    return autoclass("io.anserini.analysis.AnalyzerUtils"), get_lucene_analyzer()
+        # the analyzer Anserini's indexer and LuceneSearcher use when none is named (porter, English stopwords)
+        return autoclass("io.anserini.analysis.AnalyzerUtils"), get_lucene_analyzer()
 
 
 def analyze(text: str) -> list[str]:
@@ -205,6 +209,7 @@ def build(path: str | os.PathLike, docs: Iterable[dict[str, str]], k1: float = 0
     stats = {"docs": n_docs, "docCount": n_nonempty, "sumTotalTermFreq": total, "avgdl": float(avgdl),
              "k1": k1, "b": b, "scale": scale}
     (path / "lucene-bm25.json").write_text(json.dumps(stats, indent=1))
+    write_meta(path, "lucene-pisa")
     return stats
 
 
@@ -216,14 +221,26 @@ class LuceneAnalyzedQuery(pt.Transformer):
             else topics.assign(query_toks=pd.Series(dtype=object))
 
 
-class LucenePisaIndex:
-    """An opened Lucene-BM25 impact index; `bm25()` gives the retrieval transformer (k1/b are the index's)."""
+class LucenePisaIndex(Packaged, pt.Artifact):
+    """A Lucene-BM25 impact index, a PyTerrier artifact (`pt.Artifact.load(path)`); `bm25()` gives the retrieval
+    transformer (k1/b are the index's)."""
+
+    ARTIFACT_TYPE, ARTIFACT_FORMAT = KINDS["lucene-pisa"]
+    ARTIFACT_PACKAGE_HINT = "irgrid"
 
     def __init__(self, path: str | os.PathLike):
         import json
 
+        super().__init__(path)
         self.path = Path(path)
         self.stats = json.loads((self.path / "lucene-bm25.json").read_text())
+
+    def __repr__(self) -> str:
+        return f"LucenePisaIndex({str(self.path)!r})"
+
+    def retriever(self, num_results: int = 1000) -> pt.Transformer:
+        """The index's only retriever: BM25 with the k1/b its weights were computed for."""
+        return self.bm25(k1=self.stats["k1"], b=self.stats["b"], num_results=num_results)
 
     def bm25(self, k1: float = 0.9, b: float = 0.4, num_results: int = 1000,
              threads: int | None = None) -> pt.Transformer:
@@ -236,8 +253,9 @@ class LucenePisaIndex:
         pisa = PisaIndex(str(self.path / "pisa"), stemmer="none", stops="none")
         from irgrid.sparse.lucene import available_cores
 
-        retr = pisa.quantized(num_results=num_results, threads=threads or available_cores(), query_weighted=True,
-                              toks_scale=1.0)
+        with quiet_native(f"opening the PISA index {self.path / 'pisa'}"):  # PISA's [info] lines, as in the CLI
+            retr = pisa.quantized(num_results=num_results, threads=threads or available_cores(),
+                                  query_weighted=True, toks_scale=1.0)
         return LucenePisaRetrieve(retr, float(self.stats["scale"]))
 
 

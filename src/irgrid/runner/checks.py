@@ -1,0 +1,103 @@
+"""Every run that enters a grid is checked (computed or read from the cache; entries, expressions, pipelines
+composed in Python): unique (qid, docno), at most the system's depth rows per query, scores that do not rise as
+rank falls, and only the dataset's own queries. A violation is one error naming the system, the dataset and an
+example row, so a malformed run is never evaluated (pt.Experiment would silently score duplicates).
+
+PyTerrier validates columns (`pta.validate`), not these properties of a run; ir_measures de-duplicates
+silently. Hence ours.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+RERANK_HINT = ("a first stage composed after another one retrieves anew for every input row; re-rank with a "
+               "scorer instead, e.g. irgrid.retriever('all-minilm-l6-v2').scorer(ds)")
+
+
+class RunCheckError(ValueError):
+    """A run that is not a ranking of the dataset's queries (duplicates, too deep, disordered, foreign queries)."""
+
+
+def _row(res: pd.DataFrame, i: Any) -> str:
+    r = res.loc[i]
+    return f"qid={r['qid']} docno={r['docno']} rank={r.get('rank', '?')} score={r.get('score', '?')}"
+
+
+def check_run(res: pd.DataFrame, system: str, dataset: str, topics: pd.DataFrame | None,
+              depth: int | None) -> list[str]:
+    """Raise RunCheckError on the first violation; return the topic qids without any result (recorded as empty)."""
+    where = f"run of {system!r} on {dataset!r}"
+    if len(res) == 0:
+        return sorted(topics["qid"].astype(str).unique()) if topics is not None else []
+    missing_cols = [c for c in ("qid", "docno", "score") if c not in res.columns]
+    if missing_cols:
+        raise RunCheckError(f"{where}: no {', '.join(missing_cols)} column(s); a run needs qid, docno, score "
+                            f"(and rank); got {list(res.columns)}")
+    res = res.reset_index(drop=True)
+    qid, docno = res["qid"].astype(str), res["docno"].astype(str)
+    dupes = pd.DataFrame({"qid": qid, "docno": docno}).duplicated()
+    if dupes.any():
+        raise RunCheckError(f"{where}: {int(dupes.sum())} duplicate (qid, docno) pair(s), e.g. {_row(res, dupes.idxmax())}; "
+                            f"{RERANK_HINT}")
+    sizes = qid.value_counts()
+    if depth is not None and int(sizes.max()) > depth:
+        q = sizes.idxmax()
+        example = res.index[qid == q][depth]
+        raise RunCheckError(f"{where}: query {q} has {int(sizes.max())} results, more than the system's depth "
+                            f"{depth} (num_results / cut-off), e.g. {_row(res, example)}; cut it (`% {depth}`) or "
+                            f"raise num_results")
+    if "rank" in res.columns:
+        order = res.assign(_q=qid).sort_values(["_q", "rank"], kind="stable")
+        same_q = order["_q"].to_numpy()[1:] == order["_q"].to_numpy()[:-1]
+        score = order["score"].to_numpy(dtype=float)
+        rank = order["rank"].to_numpy()
+        rises = same_q & ((score[1:] > score[:-1] + 1e-9 * np.maximum(1.0, np.abs(score[:-1])))
+                          | (rank[1:] == rank[:-1]))
+        if rises.any():
+            j = int(np.argmax(rises))
+            raise RunCheckError(f"{where}: rank and score disagree: {_row(res, order.index[j + 1])} comes after "
+                                f"{_row(res, order.index[j])} (ranks must be distinct, and scores must not rise as "
+                                f"rank falls); recompute ranks from scores (pyterrier.model.add_ranks)")
+    if topics is None:
+        return []
+    known = set(topics["qid"].astype(str))
+    foreign = ~qid.isin(known)
+    if foreign.any():
+        raise RunCheckError(f"{where}: {int(qid[foreign].nunique())} query id(s) that are not queries of "
+                            f"{dataset!r}, e.g. {_row(res, foreign.idxmax())}; was it computed on another dataset "
+                            f"or query sample?")
+    return sorted(known - set(qid))
+
+
+def depth_of(retriever: Any) -> int | None:
+    """The most results per query the system may return (None: not declared, e.g. a pipeline composed in Python)."""
+    depth = getattr(retriever, "depth", None)
+    return depth() if callable(depth) else None
+
+
+EVALUATION_DEPTH = 1000  # TREC's usual run depth: a run at least this deep is not "truncated" for AP, R, nDCG
+
+
+def run_depth(retriever: Any, res: pd.DataFrame) -> int:
+    """The depth a run is compared at: the declared one, else the most results it holds for a query."""
+    declared = depth_of(retriever)
+    return declared if declared is not None else observed_depth(res)
+
+
+def observed_depth(res: pd.DataFrame) -> int:
+    return int(res["qid"].value_counts().max()) if len(res) else 0
+
+
+def beyond_depth(measure: Any, depth: int, reach: int) -> bool:
+    """Whether a measure looks deeper than the system returns. `reach`: the most results any compared system
+    holds for a query (what the collection allows). A cut-off above the system's depth (R@100 on a 50-deep
+    cascade), or no cut-off (AP, R, nDCG) on a run cut shorter than min(reach, 1000): part of the value is then
+    lost to the cut, not to the ranking."""
+    cutoff = (getattr(measure, "params", None) or {}).get("cutoff")
+    if cutoff is not None:
+        return int(cutoff) > depth and depth < reach
+    return depth < min(reach, EVALUATION_DEPTH)

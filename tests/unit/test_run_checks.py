@@ -1,0 +1,69 @@
+"""Run checks (irgrid.runner.checks): one error per kind of malformed run, naming system, dataset and a row; the
+depth an expression declares; which measures look deeper than a system returns; sampled dataset names."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from irgrid.runner.checks import RunCheckError, beyond_depth, check_run
+
+TOPICS = pd.DataFrame({"qid": ["1", "2", "3"], "query": ["a", "b", "c"]})
+
+
+def _run(rows):
+    return pd.DataFrame(rows, columns=["qid", "docno", "score", "rank"])
+
+
+GOOD = [("1", "d1", 3.0, 0), ("1", "d2", 2.0, 1), ("1", "d3", 2.0, 2), ("2", "d1", 1.0, 0)]
+
+
+def test_a_good_run_passes_and_its_empty_queries_are_returned():
+    assert check_run(_run(GOOD), "sys", "ds", TOPICS, depth=3) == ["3"]
+    assert check_run(_run([]), "sys", "ds", TOPICS, depth=3) == ["1", "2", "3"]
+
+
+BAD = [
+    (GOOD + [("1", "d2", 0.5, 3)], None, r"run of 'sys' on 'ds': 1 duplicate \(qid, docno\) pair\(s\), e\.g\. "
+                                         r"qid=1 docno=d2 rank=3 score=0\.5; .*\.scorer\(ds\)"),
+    (GOOD, 2, r"query 1 has 3 results, more than the system's depth 2 .*e\.g\. qid=1 docno=d3 rank=2"),
+    ([("1", "d1", 1.0, 0), ("1", "d2", 2.0, 1)], None, r"rank and score disagree: qid=1 docno=d2 rank=1 score=2\.0 "
+                                                       r"comes after qid=1 docno=d1"),
+    ([("1", "d1", 1.0, 0), ("1", "d2", 1.0, 0)], None, r"rank and score disagree.*ranks must be distinct"),
+    (GOOD + [("9", "d1", 1.0, 0)], None, r"1 query id\(s\) that are not queries of 'ds', e\.g\. qid=9"),
+]
+
+
+@pytest.mark.parametrize("rows,depth,message", BAD, ids=["duplicate", "too-deep", "order", "rank-tie", "foreign"])
+def test_malformed_runs_get_one_error_naming_system_dataset_and_row(rows, depth, message):
+    with pytest.raises(RunCheckError, match=message):
+        check_run(_run(rows), "sys", "ds", TOPICS, depth=depth)
+
+
+def test_measures_deeper_than_the_system_are_flagged():
+    import irgrid.measures as m
+
+    r100, ndcg10, ap = m.parse("R@100"), m.parse("nDCG@10"), m.parse("AP")
+    assert beyond_depth(r100, depth=50, reach=1000)  # R@100 of a 50-deep cascade
+    assert not beyond_depth(ndcg10, depth=50, reach=1000)
+    assert beyond_depth(ap, depth=50, reach=1000)  # AP of a truncated run
+    assert not beyond_depth(ap, depth=1000, reach=2000)  # 1000 deep: TREC's usual depth, not truncated
+    assert not beyond_depth(r100, depth=50, reach=50)  # the collection has no more: nothing was cut
+
+
+def test_an_expression_declares_its_depth():
+    from irgrid.runner.experiment import from_dict
+
+    items = {"casc": "bm25 % 50 >> all-minilm-l6-v2", "top": "casc % 10", "fuse": "rrf(bm25, bm25-pisa, k=60)",
+             "lin": "0.5 * bm25 + bm25-pisa", "union": "(bm25 % 10 | bm25-pisa % 20) >> all-minilm-l6-v2",
+             "inter": "(bm25 % 10 & bm25-pisa % 20) >> all-minilm-l6-v2"}
+    spec = from_dict({"datasets": ["vaswani"], "retrievers": [{"as": k, "pipeline": v} for k, v in items.items()]})
+    depth = {r.name: r.depth() for r in spec.retrievers}
+    assert depth == {"casc": 50, "top": 10, "fuse": 1000, "lin": 2000, "union": 30, "inter": 10}
+
+
+def test_sampled_dataset_names_resolve_to_the_sample():
+    from irgrid.data import datasets
+
+    sample = datasets.get("vaswani@q5s3")
+    assert sample == datasets.get("vaswani").with_sample(5, 3) and sample.name == "vaswani@q5s3"
