@@ -8,22 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from irgrid.core.errors import Error  # the base of every user-facing error (light: no side effects)
+
 __version__ = "0.1.0"
 
-
-def _fix_irds_home() -> None:
-    """ir_datasets fixes its home when first imported: point it at irgrid's writable home before anything
-    (pyterrier, ir_measures, a user script) imports it. Copying a staged home happens later, on first use."""
-    import os
-
-    from irgrid.core import settings
-
-    if "IR_DATASETS_HOME" not in os.environ:
-        os.environ["IR_DATASETS_HOME"] = str(settings.irds_home())
-        os.environ["IRGRID_IRDS_HOME_DEFAULTED"] = "1"  # ours: `irgrid run --cache` may still move it
-
-
-_fix_irds_home()
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,8 +26,10 @@ def run(experiment: Any, out: Any = None, *, extra: dict[str, Any] | None = None
     `extra` adds pipelines composed in Python as cells of the grid (same cache, runs, tests and reports), each
     under the cache key given in `keys` (e.g. `extra={"mine": pipeline}, keys={"mine": "my-v1"}`); a pipeline
     may also be a function dataset name -> transformer."""
+    from irgrid.core import settings
     from irgrid.grid import run as _run
 
+    settings.use_irds_home()  # on first use, never at import (importing irgrid changes no environment variable)
     if extra or keys:
         from irgrid.runner.experiment import with_extra
 
@@ -63,7 +53,10 @@ def pipeline(entry: str | Retriever, dataset: Any = None, names: dict[str, Any] 
     and latency accounting; in `irgrid.run(..., extra={"x": it})` it is that item's cell, no key needed).
     `names` gives an expression the file's own `as:` names: `names={"casc": irgrid.pipeline("bm25 % 100 >> ...",
     ds), "k12": irgrid.retriever("bm25").with_options(k1=1.2)}`, then `irgrid.pipeline("casc % 10", ds, names)`."""
+    from irgrid.core import settings
     from irgrid.runner.cell import build_pipeline
+
+    settings.use_irds_home()
 
     if isinstance(entry, str):
         from irgrid.core.registry import UnknownNameError
@@ -134,4 +127,4 @@ def list_retrievers() -> list[Retriever]:
 
 
 __all__ = ["run", "retriever", "pipeline", "dataset", "list_retrievers", "PerQueryMinMax", "rrf", "register_scorer",
-           "SCORERS", "can_score", "__version__"]
+           "SCORERS", "can_score", "Error", "__version__"]

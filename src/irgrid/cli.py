@@ -1,4 +1,4 @@
-"""`irgrid` command line: list, datasets, resolve, run, status."""
+"""`irgrid` command line: list, datasets, resolve, run, status, report, check, qa."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ import csv
 import io
 import logging
 import sys
-
-from irgrid.core.registry import UnknownNameError
 
 
 def _table(rows: list[dict[str, str]], fmt: str) -> str:
@@ -187,13 +185,12 @@ def cmd_run(args) -> int:
         return 2
     if args.cache:
         os.environ["IRGRID_CACHE"] = args.cache
-        if os.environ.get("IRGRID_IRDS_HOME_DEFAULTED") == "1" and "ir_datasets" not in sys.modules:
-            os.environ["IR_DATASETS_HOME"] = os.path.join(args.cache, "irds")  # the cache's own, as documented
     if args.tiny_models:
         os.environ["IRGRID_TINY_MODELS"] = "1"
     from irgrid.core import settings
 
     settings.device()  # IRGRID_DEVICE checked once, before any work
+    settings.use_irds_home()  # the cache's own (--cache/irds) unless IR_DATASETS_HOME is set, as documented
     if settings.tiny_models():
         print("irgrid: TINY-MODEL MODE: every checkpoint with a declared architecture is a tiny random-weight model;"
               " these numbers check wiring only and are not results", file=sys.stderr)
@@ -470,14 +467,7 @@ def _run_reporting_errors(args) -> int:
     import errno
     import traceback
 
-    from irgrid.cluster.config import ExecutorError
-    from irgrid.core.locks import LockTimeout
-    from irgrid.core.settings import SettingsError
-    from irgrid.data.datasets import DatasetError
-    from irgrid.models.resolver import ModelUnavailableError
-    from irgrid.runner.experiment import ExperimentError
-    from irgrid.runner.outputs import OutputError
-    from irgrid.store import CacheError
+    from irgrid.core.errors import Error
 
     def fail(message: str) -> int:
         if args.verbose:
@@ -487,8 +477,7 @@ def _run_reporting_errors(args) -> int:
 
     try:
         return args.func(args)
-    except (ExperimentError, UnknownNameError, ModelUnavailableError, ExecutorError, DatasetError, OutputError,
-            CacheError, LockTimeout, SettingsError) as e:
+    except Error as e:  # every user-facing irgrid error derives from irgrid.Error
         return fail(str(e))
     except OSError as e:
         where = f" ({e.filename})" if e.filename else ""

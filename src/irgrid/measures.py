@@ -32,6 +32,7 @@ from ir_measures.measures.base import Measure, ParamInfo
 from ir_measures.providers import Evaluator, Provider
 
 from irgrid import paper
+from irgrid.core.errors import Error
 
 INSTRUCTIR_SEP = "_"
 FOLLOWIR_OG, FOLLOWIR_CHANGED = "-og", "-changed"
@@ -263,7 +264,7 @@ def experiment(frames: list[pd.DataFrame], topics: pd.DataFrame, qrels: pd.DataF
 
 
 # -- aggregates over the long-form results -----------------------------------------------------------------------
-class AggregateError(ValueError):
+class AggregateError(Error, ValueError):
     pass
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from irgrid.core import locks, settings
+from irgrid.core.errors import Error
 from irgrid.core.files import atomic_dir, atomic_path, write_text_atomic
 from irgrid.core.hashing import config_hash
 from irgrid.core.retrievers import IndexRecipe, Retriever
@@ -38,7 +39,7 @@ FULL_HASH_BYTES = 64 << 20  # files up to this size are hashed whole; larger one
 log = logging.getLogger("irgrid")
 
 
-class CacheError(RuntimeError):
+class CacheError(Error, RuntimeError):
     """A cache artifact failed verification (and was moved aside), or the cache itself is unusable."""
 
 

@@ -20,10 +20,7 @@ def vaswani():
 
 
 def _searcher(path: Path):
-    lucene.start_jvm()
-    from pyserini.search.lucene import LuceneSearcher
-
-    return LuceneSearcher(str(path))
+    return lucene.LuceneBM25(path, k1=0.9, b=0.4, num_results=10, threads=1).searcher()  # pyserini's LuceneSearcher
 
 
 def test_one_thread_and_all_cores_build_the_same_index(tmp_path, vaswani):

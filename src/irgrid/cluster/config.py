@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from irgrid.core.errors import Error
 from irgrid.core.schema import NUMBER, Key, Schema
 from irgrid.core.yamlsafe import read_yaml
 
 EXECUTORS = ("local", "ray", "slurm")
 
 
-class ExecutorError(RuntimeError):
+class ExecutorError(Error, RuntimeError):
     """Bad executor configuration, an engine that is not installed or not reachable, or a bad --resume."""
 
 

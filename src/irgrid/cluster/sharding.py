@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from irgrid.core.errors import Error
 from irgrid.core.files import atomic_dir
 from irgrid.core.retrievers import IndexRecipe
 from irgrid.data.datasets import Dataset
@@ -35,7 +36,7 @@ log = logging.getLogger("irgrid")
 SHARD_MARKER = "irgrid-shard.json"
 
 
-class ShardError(RuntimeError):
+class ShardError(Error, RuntimeError):
     pass
 
 

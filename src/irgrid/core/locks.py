@@ -21,10 +21,12 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from irgrid.core.errors import Error
+
 log = logging.getLogger("irgrid")
 
 
-class LockTimeout(TimeoutError):
+class LockTimeout(Error, TimeoutError):
     """An artifact's lock was not free within the allowed time."""
 
 

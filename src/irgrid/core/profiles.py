@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irgrid.core.enums import NameEnum
+from irgrid.core.errors import Error
 
 
 class ProfileName(NameEnum):
@@ -64,7 +65,7 @@ def for_entry(profile: str, own: Profile, options: Mapping[str, Any]) -> dict[st
     return {**common, **own}
 
 
-class ProfileError(ValueError):
+class ProfileError(Error, ValueError):
     pass
 
 

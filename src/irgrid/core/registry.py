@@ -10,17 +10,19 @@ import difflib
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
+from irgrid.core.errors import Error
+
 T = TypeVar("T")
 
 
-class UnknownNameError(KeyError):
+class UnknownNameError(Error, KeyError):
     """An unknown name, with the closest known names in the message."""
 
     def __str__(self) -> str:  # KeyError quotes its message; keep it readable
         return str(self.args[0])
 
 
-class DuplicateNameError(ValueError):
+class DuplicateNameError(Error, ValueError):
     pass
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from irgrid.core.enums import NameEnum
+from irgrid.core.errors import Error
 from irgrid.core.hashing import canonical, config_hash
 from irgrid.core.modelref import ModelRef, Resolved
 from irgrid.core.profiles import Setting, check_name, dataset_values, for_entry
@@ -350,7 +351,7 @@ OPTION_TYPES: dict[str, tuple[type, float | None, float | None]] = {
 OPTION_NULLABLE: dict[str, str] = {"top_k": "no pruning"}
 
 
-class OptionValueError(ValueError):
+class OptionValueError(Error, ValueError):
     """An option value of the wrong type or out of range (`check_options`), raised by `with_options`."""
 
     def __init__(self, entry: str, problem: str):

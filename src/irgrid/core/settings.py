@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from irgrid.core.errors import Error
+
 
 def cache_root() -> Path:
     """Indexes and cached runs (IRGRID_CACHE, default ~/.cache/irgrid)."""
@@ -24,7 +26,19 @@ def irds_home() -> Path:
     return Path(value).expanduser() if value else cache_root() / "irds"
 
 
-class SettingsError(ValueError):
+def use_irds_home() -> Path:
+    """Point ir_datasets at irgrid's home on first real use (a grid run, a pipeline built, a dataset opened), not at
+    `import irgrid`: ir_datasets reads IR_DATASETS_HOME once, when first imported, so it is set here (when unset and
+    before that import); a grid's cluster jobs inherit it. Copying a staged home happens when a dataset is opened."""
+    import sys
+
+    home = irds_home()
+    if "IR_DATASETS_HOME" not in os.environ and "ir_datasets" not in sys.modules:
+        os.environ["IR_DATASETS_HOME"] = str(home)
+    return home
+
+
+class SettingsError(Error, ValueError):
     """An IRGRID_* environment variable has a value irgrid cannot use."""
 
 

@@ -26,6 +26,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from irgrid.core.errors import Error
 from irgrid.core.schema import Key, Schema
 from irgrid.data import datasets as ds_mod
 
@@ -40,7 +41,7 @@ DOCS_FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".tsv": "tsv", ".txt": "tsv
 TOPICS_FORMATS = {".tsv": "tsv", ".txt": "trec", ".trec": "trec", ".topics": "trec"}
 
 
-class CollectionError(ValueError):
+class CollectionError(Error, ValueError):
     pass
 
 

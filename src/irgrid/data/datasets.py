@@ -414,8 +414,9 @@ def ensure_irds_home() -> Path:
         current = os.environ.get("IR_DATASETS_HOME", "~/.ir_datasets")
         if staged is not None:
             raise DatasetError(
-                f"ir_datasets was imported before irgrid configured its home ({current}); import irgrid first "
-                f"or set IR_DATASETS_HOME={home} before starting Python"
+                f"ir_datasets was imported before irgrid configured its home ({current}): set "
+                f"IR_DATASETS_HOME={home} before starting Python, or run or build with irgrid before anything "
+                f"else imports ir_datasets (pt.get_dataset('irds:...'), for one)"
             )
         return Path(current).expanduser()
     if staged is not None:

@@ -37,6 +37,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from irgrid.core.errors import Error
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -52,7 +54,7 @@ DIFFICULTIES = ("easy", "medium", "hard", "extremely_complex")
 _CORRECTED = "Corrected Answer:"
 
 
-class DisastQAError(RuntimeError):
+class DisastQAError(Error, RuntimeError):
     pass
 
 

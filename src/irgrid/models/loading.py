@@ -12,8 +12,10 @@ import fnmatch
 from collections.abc import Iterable
 from typing import Any
 
+from irgrid.core.errors import Error
 
-class CheckpointMismatchError(RuntimeError):
+
+class CheckpointMismatchError(Error, RuntimeError):
     """Parameters missing from, or unexpected in, a checkpoint."""
 
 

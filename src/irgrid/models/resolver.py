@@ -13,10 +13,11 @@ import json
 import os
 from pathlib import Path
 
+from irgrid.core.errors import Error
 from irgrid.core.modelref import ModelRef, Resolved
 
 
-class ModelUnavailableError(RuntimeError):
+class ModelUnavailableError(Error, RuntimeError):
     pass
 
 

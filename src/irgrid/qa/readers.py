@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 import pyterrier as pt
 
+from irgrid.core.errors import Error
 from irgrid.core.modelref import ModelRef
 from irgrid.core.registry import Registry
 from irgrid.qa import reader_prompts as prompts
@@ -94,7 +95,7 @@ for _name, _id, _paper, _url, _env in (
                     notes="API model (OpenAI-compatible endpoint); the paper's exact endpoint id"))
 
 
-class ReaderError(RuntimeError):
+class ReaderError(Error, RuntimeError):
     pass
 
 

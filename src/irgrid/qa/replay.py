@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from irgrid.core import settings
+from irgrid.core.errors import Error
 from irgrid.core.files import write_text_atomic
 from irgrid.core.hashing import config_hash
 from irgrid.data import disastqa as data
@@ -67,7 +68,7 @@ BERTSCORE = {"paper": ("roberta-large", 17), "fallback": ("sentence-transformers
 PAPER_BERTSCORE = {"baseline": 0.83122575, "max_length": 510}
 
 
-class ReplayError(ValueError):
+class ReplayError(Error, ValueError):
     pass
 
 

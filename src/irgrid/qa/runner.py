@@ -27,6 +27,7 @@ from typing import Any
 import pandas as pd
 
 from irgrid.core import settings
+from irgrid.core.errors import Error
 from irgrid.core.files import write_text_atomic
 from irgrid.core.hashing import config_hash
 from irgrid.core.schema import Key, Schema
@@ -56,7 +57,7 @@ OE_MEASURES = ("ROUGE-L", "ROUGE-L-paper", "BLEU-4", "BLEU-4-paper", "BERTScore-
 CACHE_FORMAT = 1
 
 
-class QAExperimentError(ValueError):
+class QAExperimentError(Error, ValueError):
     pass
 
 

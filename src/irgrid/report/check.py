@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from irgrid.core.errors import Error
 from irgrid.core.schema import NUMBER, Key, Schema
 from irgrid.core.yamlsafe import read_yaml
 
@@ -28,7 +29,7 @@ ENTRY = Schema({"dataset": Key(required=True), "system": Key(required=True), "me
                 "value": Key(NUMBER, required=True), "tolerance": Key(NUMBER), "source": Key()})
 
 
-class CheckError(ValueError):
+class CheckError(Error, ValueError):
     pass
 
 

@@ -14,11 +14,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from irgrid.core.errors import Error
+
 RERANK_HINT = ("a first stage composed after another one retrieves anew for every input row; re-rank with a "
                "scorer instead, e.g. irgrid.retriever('all-minilm-l6-v2').scorer(ds)")
 
 
-class RunCheckError(ValueError):
+class RunCheckError(Error, ValueError):
     """A run that is not a ranking of the dataset's queries (duplicates, too deep, disordered, foreign queries)."""
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from irgrid.core import retrievers as r_mod
+from irgrid.core.errors import Error
 from irgrid.core.profiles import DEFAULT_PROFILE, ProfileError, check_name
 from irgrid.core.registry import UnknownNameError
 from irgrid.core.schema import Key, Schema
@@ -35,7 +36,7 @@ RETRIEVER_SCHEMA = Schema({"name": Key(required=True), "as": Key(), "profile": K
 DATASET_SCHEMA = Schema({"name": Key(required=True), "queries": Key(), "seed": Key()})
 
 
-class ExperimentError(ValueError):
+class ExperimentError(Error, ValueError):
     pass
 
 

@@ -44,6 +44,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from irgrid.core.errors import Error
 from irgrid.core.memo import Memo
 from irgrid.core.registry import UnknownNameError, did_you_mean
 from irgrid.core.retrievers import Retriever
@@ -60,7 +61,7 @@ _NAME = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*(?:[.\-][A-Za-z0-9_]+)*)")
 _PLACEHOLDER = "_irgrid_ref_"
 
 
-class ExpressionError(ValueError):
+class ExpressionError(Error, ValueError):
     """A pipeline expression that cannot be parsed, resolved or typed; the message says where and how to fix."""
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from irgrid.core.errors import Error
 from irgrid.core.files import write_text_atomic
 from irgrid.core.hashing import config_hash
 
@@ -91,7 +92,7 @@ def depth_note(results: pd.DataFrame) -> str:
 WRITING = ".irgrid-writing"  # present while a grid writes its outputs: the folder is not one experiment yet
 
 
-class OutputError(RuntimeError):
+class OutputError(Error, RuntimeError):
     """An output folder that is incomplete or mixes files of different runs."""
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import pyterrier as pt
 
+from irgrid.core.errors import Error
 from irgrid.core.retrievers import Retriever
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from irgrid.store import Store
 
 
-class RoleError(ValueError):
+class RoleError(Error, ValueError):
     """A role used where it cannot work (a first stage that cannot re-rank given a result frame, a scorer given
     no candidates); the message names what to use instead."""
 

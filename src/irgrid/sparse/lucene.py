@@ -6,6 +6,7 @@ needs Java 21+; when the system Java is older we use the runtime shipped by the 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import itertools
@@ -14,7 +15,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -62,11 +63,25 @@ def anserini_jar() -> Path:
     return jars[-1]
 
 
+@contextlib.contextmanager
+def placeholder_openai_key() -> Iterator[None]:
+    """pyserini.search.lucene imports pyserini.encode, which builds an OpenAI client at import and fails without
+    OPENAI_API_KEY (irgrid never uses that client). A placeholder is set for the import only, then removed: the
+    process's key (none, or a DisastQA reader's real one, left untouched) is the same before and after."""
+    if "OPENAI_API_KEY" in os.environ:
+        yield
+        return
+    os.environ["OPENAI_API_KEY"] = "unused"
+    try:
+        yield
+    finally:
+        os.environ.pop("OPENAI_API_KEY", None)
+
+
 @functools.cache
 def start_jvm() -> None:
     """Configure and start the JVM for pyserini (once per process)."""
     os.environ["JAVA_HOME"] = java_home()
-    os.environ.setdefault("OPENAI_API_KEY", "unused")  # pyserini builds an OpenAI client at import
     import jnius_config
     import pyserini.setup
 
@@ -188,7 +203,7 @@ class LuceneBM25(pt.Transformer):
         if self._searcher is None:
             # the JVM's and Lucene's start-up warnings (Java 22+ MMapDirectory, sun.misc.Unsafe): silenced in the
             # Python API as in the CLI (-v / IRGRID_VERBOSE=1 shows them)
-            with quiet_native(f"opening the Lucene index {self.path}"):
+            with quiet_native(f"opening the Lucene index {self.path}"), placeholder_openai_key():
                 start_jvm()
                 from pyserini.search.lucene import LuceneSearcher
 
