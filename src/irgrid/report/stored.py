@@ -63,11 +63,14 @@ class Grid:
         return out
 
     def fused_pairs(self) -> set[frozenset[str]]:
-        """Pairs of systems that a system of this grid already fuses (manifest `fuses`: rrf(a, b), a + b)."""
+        """Pairs that a system of this grid already fuses (manifest `fuses`: rrf(a, b), a + b), and each fusion
+        with the systems it is made of (fusing it with one of its own parts again says nothing new)."""
         out = set()
-        for e in self.manifest.get("retrievers", {}).values():
+        for name, e in self.manifest.get("retrievers", {}).items():
             names = e.get("fuses") or []
             out |= {frozenset((a, b)) for i, a in enumerate(names) for b in names[i + 1:] if a != b}
+            if names:
+                out |= {frozenset((name, part)) for part in {*names, *(e.get("components") or {})} if part != name}
         return out
 
     def group(self, dataset: str) -> str:
