@@ -312,7 +312,8 @@ def main_tables(grid: Grid, a: Analyses) -> list[Table]:
         n_text = ", ".join(f"{n_queries.get(d, '?')} ({d})" if len(members) > 1 else str(n_queries.get(d, "?"))
                            for d in members)
         family = (f"over all {len(systems) * (len(systems) - 1) // 2} pairs of the {len(systems)} systems"
-                  if all_pairs else f"over the {len(systems) - 1} systems compared with it")
+                  if all_pairs else f"over the {len(systems) - 1} system{'s' if len(systems) != 2 else ''} compared "
+                                    f"with it")
         if base:
             tests = (f"▲/▼: significantly better/worse than the baseline {base} by the {st['describe']}, "
                      f"{st['describe_correction']} {family} per dataset and measure, α = {alpha}")
