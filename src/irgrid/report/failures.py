@@ -111,7 +111,7 @@ def fusion_suggestions(jaccard_long: pd.DataFrame, families: Mapping[str, str], 
 
     `components` (system -> the families of the entries it is built from) decides "cross-family": two systems
     are only when they share no family, so a BM25 >> MiniLM cascade and MiniLM are not. Pairs in `fused` (a
-    system of the grid fuses them already) are not suggested. The pairs are chosen and their RRF scored on the
+    system of the grid fuses them already) and pairs with the same hard queries (Jaccard 1) are not suggested. The pairs are chosen and their RRF scored on the
     same queries (the grid stores runs of its evaluated queries only): `selected_on` says so.
     """
     fused = fused or set()
@@ -125,8 +125,8 @@ def fusion_suggestions(jaccard_long: pd.DataFrame, families: Mapping[str, str], 
         for _, r in block.iterrows():
             if keep is not None and not {r["a"], r["b"]} <= keep:
                 continue
-            if frozenset((r["a"], r["b"])) in fused:
-                continue
+            if frozenset((r["a"], r["b"])) in fused or r["jaccard"] >= 1.0:
+                continue  # fused already, or failing on exactly the same queries: nothing for fusion to gain
             fa, fb = families.get(r["a"]), families.get(r["b"])
             ca = (components or {}).get(r["a"]) or {fa}
             cb = (components or {}).get(r["b"]) or {fb}
