@@ -180,7 +180,8 @@ def fusion_tbl(a: Analyses) -> Table:
                  ["dataset", "pair", "Jaccard", "cross-family", "measure", "a", "b", "RRF", "RRF − best"], rows,
                  ["Pairs across retriever families first (a pair is cross-family when the entries the two are built "
                   "from share no family), then by Jaccard ascending; systems below 0.8 × the best on a dataset's "
-                  "headline measure, and pairs a system of the grid already fuses, are not suggested. Live pipeline: "
+                  "headline measure, pairs a system of the grid already fuses and pairs with the same hard queries (Jaccard 1) "
+                  "are not suggested. Live pipeline: "
                   "irgrid.report.failures.rrf_pipeline.",
                   f"Selection and RRF scores use the same queries ({failures.SELECTED_ON}; the grid stores no runs of a "
                   "held-out split): the gains are optimistic until confirmed on other queries."])
