@@ -266,7 +266,7 @@ def cmd_report(args) -> int:
     verify_outputs(args.out)  # incomplete or mixed folders are refused, naming the file
 
     written = write_report(args.out, to=args.to, n_resamples=args.bootstrap, seed=args.seed,
-                           fraction=args.fraction, reference=args.reference)
+                           fraction=args.fraction, reference=args.reference, paper=args.paper)
     folder = written[0].parent if written else args.to
     print(f"wrote {len(written)} files to {folder} (report.md, report.html, report.tex, tables, figures, CSVs)")
     import json
@@ -438,6 +438,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--fraction", type=float, default=0.1, help="hard queries: the worst fraction (default 0.1)")
     p.add_argument("--reference", help="folder of the paper's tables as CSV (default: shipped with irgrid)")
+    p.add_argument("--paper", action=argparse.BooleanOptionalAction, default=None,
+                   help="the paper's tables and z-scores: --paper always, --no-paper never (default: only the tables "
+                        "whose columns the grid's datasets fill)")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("check", help="compare a grid with the expected scores next to its experiment; "
                                      "exit 1 on FAIL")

@@ -48,11 +48,13 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
     measures = spec.measures_for(dataset)
     # without its baseline (a failed cell) a dataset gets no tests: the failure is recorded by the caller
     agg = measures_mod.experiment(frames, topics, qrels, measures, names=names, baseline=baseline,
-                                  test=spec.test, correction=spec.correction if baseline is not None else None,
-                                  verbose=False)
+                                  test=spec.paired_test().for_pyterrier(),
+                                  correction=spec.correction if baseline is not None else None, verbose=False)
     perq = measures_mod.experiment(frames, topics, qrels, measures, names=names, perquery=True, verbose=False)
     depths = {c.retriever.name: run_depth(c.retriever, c.res) for c in cells}
     reach = max((observed_depth(c.res) for c in cells), default=0)
+    # n: the queries each mean is over (its per-query values), so a reader can weigh a difference
+    counts = perq[perq["value"].notna()].groupby(["name", "measure"]).size()
     rows = []
     for _, row in agg.iterrows():
         cell = cells[names.index(row["name"])]
@@ -66,12 +68,12 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
                 "p_value": None if is_base or p is None or pd.isna(p) else float(p),
                 "p_value_corrected": None if is_base or pc is None or pd.isna(pc) else float(pc),
                 "significant": None if is_base or pc is None or pd.isna(pc) else bool(pc < 0.05),
-                "baseline": spec.baseline,
+                "baseline": spec.baseline, "n": int(counts.get((row["name"], m_name), 0)),
                 "beyond_depth": beyond_depth(m, depths[row["name"]], reach),
             })
         rows.append({"dataset": dataset.name, "system": row["name"], "measure": "ms/query",
                      "value": float(cell.meta["ms_per_query"]), "p_value": None, "p_value_corrected": None,
-                     "significant": None, "baseline": spec.baseline})
+                     "significant": None, "baseline": spec.baseline, "n": None})
     perq = perq.rename(columns={"name": "system"})
     perq.insert(0, "dataset", dataset.name)
     return rows, perq
@@ -226,7 +228,7 @@ def _run(spec: ExperimentSpec, out: Path | None, store: Store, fail_fast: bool, 
             dataset_rows, dataset_perq = _experiment_rows(spec, dataset, cells, topics, qrels)
             rows.extend(dataset_rows)
             perquery.append(dataset_perq)
-    results = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    results = pd.DataFrame(rows, columns=RESULT_COLUMNS).astype({"n": "Int64"})
     cells_only = results[results["measure"] != "ms/query"]  # every aggregate reads the cells, never another's rows
     for name in spec.aggregates if len(results) else []:
         try:
@@ -235,6 +237,7 @@ def _run(spec: ExperimentSpec, out: Path | None, store: Store, fail_fast: bool, 
             failures.append(Failure(f"aggregate:{name}", "*", f"{type(e).__name__}: {e}", traceback.format_exc()))
             continue
         results = pd.concat([results, extra.assign(baseline=spec.baseline)], ignore_index=True)[RESULT_COLUMNS]
+        results = results.astype({"n": "Int64"})
     if out is not None:
         out = Path(out)
         perq = pd.concat(perquery, ignore_index=True) if perquery else pd.DataFrame()
@@ -268,7 +271,8 @@ def _data_error(dataset: Dataset, e: Exception) -> str:
 
 
 RESULT_COLUMNS = ["dataset", "system", "measure", "value", "p_value", "p_value_corrected", "significant", "baseline",
-                  "beyond_depth"]  # the measure looks deeper than the system returns (irgrid.runner.checks)
+                  "beyond_depth",  # the measure looks deeper than the system returns (irgrid.runner.checks)
+                  "n"]
 
 
 def _fmt_seconds(seconds: float | None) -> str:

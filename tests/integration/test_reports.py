@@ -52,10 +52,12 @@ def test_outputs_are_self_contained(stored):
 
 
 def test_report_writes_every_table_and_figure(report):
-    for stem in ("table2", "tableA3", "tableA4", "tableA5", "tableA6", "tableA7", "bootstrap", "failures",
+    for stem in ("main-other", "main-beir", "effect-sizes", "tableA3", "tableA5", "bootstrap", "failures",
                  "jaccard-vaswani", "jaccard-beir--scifact--test", "fusion", "win-tie-loss", "meta-analysis"):
         for ext in ("md", "tex", "html"):
             assert (report / f"{stem}.{ext}").stat().st_size > 0, (stem, ext)
+    for stem in ("table2", "tableA4", "tableA6", "tableA7"):  # no column of these is filled by this grid
+        assert not (report / f"{stem}.md").exists(), stem
     for png in ("figure1.png", "jaccard-vaswani.png", "jaccard-beir--scifact--test.png"):
         assert (report / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     for doc in ("report.md", "report.tex", "report.html"):
@@ -63,12 +65,13 @@ def test_report_writes_every_table_and_figure(report):
     assert (report / "report.tex").read_text().rstrip().endswith(r"\end{document}")
 
 
-def test_table2_colours_bm25_scifact_within_two_se(report):
-    md = (report / "table2.md").read_text()
+def test_tableA5_colours_bm25_scifact_within_two_se(report):
+    md = (report / "tableA5.md").read_text()
     row = next(line for line in md.splitlines() if line.startswith("| bm25 |"))
-    assert "0.6789 =" in row  # blue: within 2 SE of the paper's 0.679
+    assert "0.679 =" in row  # blue: within 2 SE of the paper's 0.679
     assert "| _paper: BM25_ |" in md and "_0.679_" in md
-    html = (report / "table2.html").read_text()
+    assert (report / "report.md").read_text().count("Legend of the paper's tables") == 1
+    html = (report / "tableA5.html").read_text()
     assert 'title="within"' in html and "color: rgb(0, 69, 217)" in html
     tex = (report / "tableA5.tex").read_text()
     assert r"\textcolor[rgb]{0.0000,0.2700,0.8500}" in tex
@@ -103,6 +106,20 @@ def test_failure_points_and_jaccard_csvs(report, stored):
         assert rank == (1001 if rr.get(qid, 0) == 0 else round(1 / rr[qid]))
 
 
+def test_main_tables_per_group_carry_the_t_test_marks_of_results_csv(report, stored):
+    results = pd.read_csv(stored[1] / "results.csv")
+    for stem, dataset, n in (("main-other", "vaswani", 93), ("main-beir", "beir/scifact/test", 300)):
+        md = (report / f"{stem}.md").read_text()
+        assert (f"nDCG@10, AP, R@1000 on {dataset} (n = {n} queries); baseline bm25; ▲/▼: significantly "
+                "better/worse than the baseline bm25 by the paired t-test, Holm correction over the 1 system "
+                "compared with it") in md.splitlines()[0]
+        row = next(line for line in md.splitlines() if line.startswith("| bm25-pisa |"))
+        block = results[(results.dataset == dataset) & (results.system == "bm25-pisa")].set_index("measure")
+        for measure, cell in zip(["nDCG@10", "AP", "R@1000"], row.strip("|").split("|")[1:]):
+            sig = str(block.at[measure, "significant"]) == "True"
+            assert ("▲" in cell or "▼" in cell) == sig, (dataset, measure, cell)
+
+
 def test_fusion_and_cross_dataset_csvs(report):
     sugg = pd.read_csv(report / "fusion_suggestions.csv")
     assert set(sugg.dataset) == {"vaswani", "beir/scifact/test"} and not sugg.cross_family.any()
@@ -121,7 +138,8 @@ def test_report_is_reproducible_from_stored_results_only(stored, report, tmp_pat
 
     monkeypatch.setattr(irgrid.data.datasets.Dataset, "qrels", lambda self: pytest.fail("qrels read from the dataset"))
     assert main(["report", str(stored[1]), "--to", str(tmp_path / "again")]) == 0
-    for name in ("bootstrap.csv", "zscores.csv", "jaccard.csv", "fusion_rrf.csv", "meta_analysis.csv", "table2.md"):
+    for name in ("bootstrap.csv", "zscores.csv", "jaccard.csv", "fusion_rrf.csv", "meta_analysis.csv", "tableA5.md",
+                 "main-other.md", "comparisons.csv"):
         assert (tmp_path / "again" / name).read_bytes() == (report / name).read_bytes(), name
 
 

@@ -137,4 +137,5 @@ def test_dersimonian_laird_by_hand():
     assert r.se == pytest.approx(0.5) and r.i2 == pytest.approx(49 / 50)  # w* = 1/0.5 each: SE = sqrt(1/4)
     assert r.ci_low == pytest.approx(0.5 - 1.959964 * 0.5, abs=1e-5)
     single = stats_mod.dersimonian_laird([0.2], [0.04])
-    assert (single.k, single.tau2, single.effect, single.se) == (1, 0.0, 0.2, 0.2)
+    assert (single.k, single.effect, single.se) == (1, 0.2, 0.2)
+    assert math.isnan(single.tau2) and math.isnan(single.i2)  # one dataset: no heterogeneity to report

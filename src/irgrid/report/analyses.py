@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from irgrid.core.significance import DEFAULT_RESAMPLES, DEFAULT_SEED, PairedTest, describe_correction
 from irgrid.report import failures
 from irgrid.report import stats as stats_mod
 from irgrid.report import zscores as zscores_mod
@@ -26,6 +27,7 @@ class Analyses:
     fusion_rrf: pd.DataFrame
     win_tie_loss: pd.DataFrame
     meta_analysis: pd.DataFrame
+    comparisons: pd.DataFrame  # effect sizes and the experiment's test per pair (stats.comparisons)
     params: dict[str, Any] = field(default_factory=dict)
 
     def frames(self) -> dict[str, pd.DataFrame]:
@@ -55,7 +57,8 @@ def analyse(grid: Grid, n_resamples: int = stats_mod.BOOTSTRAP_B, seed: int = st
         jac += [{"dataset": dataset, "a": a, "b": b, "jaccard": float(matrix.at[a, b])} for a, b in stats_mod.pairs(list(sets))]
     jac_df = pd.DataFrame(jac, columns=["dataset", "a", "b", "jaccard"])
     first = _first_measure_values(grid)
-    sugg = failures.fusion_suggestions(jac_df, grid.families(), first)
+    sugg = failures.fusion_suggestions(jac_df, grid.families(), first, components=grid.component_families(),
+                                       fused=grid.fused_pairs())
     sugg["expression"] = [failures.fusion_expression(x, y, rrf_k) for x, y in zip(sugg["a"], sugg["b"])]  # paste-ready
     fused = []
     for _, s in sugg.iterrows():
@@ -70,6 +73,9 @@ def analyse(grid: Grid, n_resamples: int = stats_mod.BOOTSTRAP_B, seed: int = st
                           "a_value": values[s["a"]][m], "b_value": values[s["b"]][m], "rrf_value": values["rrf"][m],
                           "gain_over_best": values["rrf"][m] - max(values[s["a"]][m], values[s["b"]][m]), "k": rrf_k})
     base = grid.baseline
+    st = statistics(grid)
+    comp = stats_mod.comparisons(grid.perquery, grid.results, st["test"] or PairedTest("t"), st["correction"], base,
+                                 st["comparisons"], n_resamples, seed, st["alpha"])
     return Analyses(
         bootstrap=boot, zscores=z,
         failure_ranks=pd.concat(ranks, ignore_index=True) if ranks else pd.DataFrame(columns=["dataset", "system", "qid", "rank"]),
@@ -79,9 +85,26 @@ def analyse(grid: Grid, n_resamples: int = stats_mod.BOOTSTRAP_B, seed: int = st
                                                 "gain_over_best", "k"]),
         win_tie_loss=stats_mod.win_tie_loss(grid.results),
         meta_analysis=stats_mod.meta_analysis(grid.perquery, base) if base else stats_mod.meta_analysis(grid.perquery.iloc[:0], ""),
+        comparisons=comp,
         params={"B": n_resamples, "seed": seed, "fraction": fraction, "depth": depth, "rrf_k": rrf_k,
-                "skipped": skipped},
+                "skipped": skipped, "statistics": st},
     )
+
+
+def statistics(grid: Grid) -> dict[str, Any]:
+    """The grid's test, correction, alpha, baseline and comparisons, from manifest.json (`statistics`, written since
+    irgrid records them); a folder from before says so instead of guessing."""
+    recorded = grid.manifest.get("statistics")
+    if not recorded:
+        return {"test": None, "correction": None, "alpha": 0.05, "baseline": grid.baseline, "comparisons": "baseline",
+                "describe": "the grid's paired test (not recorded: manifest.json predates irgrid's statistics record)",
+                "describe_correction": "its correction, if any"}
+    t = recorded["test"]
+    test = PairedTest(t["name"], t.get("resamples", DEFAULT_RESAMPLES), t.get("seed", DEFAULT_SEED))
+    correction = None if recorded.get("correction") in (None, "none") else recorded["correction"]
+    return {"test": test, "correction": correction, "alpha": float(recorded.get("alpha", 0.05)),
+            "baseline": recorded.get("baseline", grid.baseline), "comparisons": recorded.get("comparisons", "baseline"),
+            "describe": test.describe(), "describe_correction": describe_correction(correction)}
 
 
 def _first_measure_values(grid: Grid) -> pd.DataFrame:

@@ -96,15 +96,25 @@ def jaccard_matrix(sets: Mapping[str, Iterable[str]]) -> pd.DataFrame:
     return pd.DataFrame([[jaccard(frozen[a], frozen[b]) for b in names] for a in names], index=names, columns=names)
 
 
+SELECTED_ON = "the evaluated (test) queries"  # what the suggestions were chosen and scored on
+
+
 def fusion_suggestions(jaccard_long: pd.DataFrame, families: Mapping[str, str], effectiveness: pd.DataFrame | None = None,
-                       min_relative: float = 0.8, top: int = 3) -> pd.DataFrame:
+                       min_relative: float = 0.8, top: int = 3, components: Mapping[str, set[str]] | None = None,
+                       fused: set[frozenset[str]] | None = None) -> pd.DataFrame:
     """Per dataset, the pairs whose hard-query sets overlap least: candidates for fusion (Section 4.3).
 
     `jaccard_long` has columns dataset, a, b, jaccard. Pairs across families come first (the paper's "combine
     across families"), then by Jaccard ascending. With `effectiveness` (dataset, system, value), systems below
     `min_relative` × the dataset's best are left out: a weak retriever fails on different queries from everyone
     (the paper's SPARTA/DPR/SimCSE cross) without being worth fusing.
+
+    `components` (system -> the families of the entries it is built from) decides "cross-family": two systems
+    are only when they share no family, so a BM25 >> MiniLM cascade and MiniLM are not. Pairs in `fused` (a
+    system of the grid fuses them already) and pairs with the same hard queries (Jaccard 1) are not suggested. The pairs are chosen and their RRF scored on the
+    same queries (the grid stores runs of its evaluated queries only): `selected_on` says so.
     """
+    fused = fused or set()
     rows = []
     for dataset, block in jaccard_long.groupby("dataset", sort=False):
         keep = None
@@ -115,12 +125,18 @@ def fusion_suggestions(jaccard_long: pd.DataFrame, families: Mapping[str, str], 
         for _, r in block.iterrows():
             if keep is not None and not {r["a"], r["b"]} <= keep:
                 continue
+            if frozenset((r["a"], r["b"])) in fused or r["jaccard"] >= 1.0:
+                continue  # fused already, or failing on exactly the same queries: nothing for fusion to gain
             fa, fb = families.get(r["a"]), families.get(r["b"])
+            ca = (components or {}).get(r["a"]) or {fa}
+            cb = (components or {}).get(r["b"]) or {fb}
             cand.append({"dataset": dataset, "a": r["a"], "b": r["b"], "jaccard": float(r["jaccard"]),
-                         "family_a": fa, "family_b": fb, "cross_family": fa != fb})
+                         "family_a": "+".join(sorted(map(str, ca))), "family_b": "+".join(sorted(map(str, cb))),
+                         "cross_family": not (ca & cb), "selected_on": SELECTED_ON})
         cand.sort(key=lambda c: (not c["cross_family"], c["jaccard"], c["a"], c["b"]))
         rows += cand[:top]
-    return pd.DataFrame(rows, columns=["dataset", "a", "b", "jaccard", "family_a", "family_b", "cross_family"])
+    return pd.DataFrame(rows, columns=["dataset", "a", "b", "jaccard", "family_a", "family_b", "cross_family",
+                                       "selected_on"])
 
 
 def fusion_expression(a: str, b: str, k: int = 60) -> str:
@@ -132,7 +148,9 @@ def fusion_pipelines_yaml(suggestions: pd.DataFrame, fused: pd.DataFrame, k: int
     """The suggestions as ready-to-paste `retrievers:` items of the grid's experiment file (one per pair, with
     the datasets it was suggested for and the measured RRF values as comments)."""
     lines = ["# Fusion suggestions (lowest hard-query overlap): paste under `retrievers:` of the experiment file.",
-             f"# Each is reciprocal rank fusion (k = {k}) of two of its systems; values: stored runs fused offline."]
+             f"# Each is reciprocal rank fusion (k = {k}) of two of its systems; values: stored runs fused offline.",
+             f"# Chosen and scored on {SELECTED_ON}: the gains are optimistic; confirm on held-out queries.",
+             "# Pairs a system of the grid already fuses are not suggested."]
     for (a, b), block in suggestions.groupby(["a", "b"], sort=False):
         lines.append("")
         for _, s in block.iterrows():

@@ -61,13 +61,38 @@ def to_markdown(t: Table) -> str:
     return "\n".join(lines + [""] + [f"{n}  " for n in t.notes]) + "\n"
 
 
+# Every character pdflatex's default input would not typeset: text macros, or math symbols (amssymb for the
+# arrows and triangles) wrapped in \ensuremath so they work in text and in math alike.
 _TEX_ESCAPE = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-               "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "–": "--", "−": "$-$",
-               "Δ": r"$\Delta$", "σ": r"$\sigma$", "∞": r"$\infty$", "≥": r"$\geq$", "≤": r"$\leq$"}
+               "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "–": "--", "—": "---",
+               "…": r"\ldots{}", "‘": "`", "’": "'", "“": "``", "”": "''", "é": r"\'e", "Š": r"\v{S}", "á": r"\'a"}
+_TEX_MATH = {"−": "-", "Δ": r"\Delta", "σ": r"\sigma", "τ": r"\tau", "α": r"\alpha", "μ": r"\mu", "Σ": r"\Sigma",
+             "∞": r"\infty", "≥": r"\geq", "≤": r"\leq", "≈": r"\approx", "±": r"\pm", "×": r"\times",
+             "·": r"\cdot", "√": r"\surd", "²": r"^{2}", "→": r"\rightarrow", "↑": r"\uparrow", "↓": r"\downarrow",
+             "⇈": r"\upuparrows", "⇊": r"\downdownarrows", "▲": r"^{\blacktriangle}", "▼": r"^{\blacktriangledown}",
+             "∩": r"\cap", "∪": r"\cup"}
+TEX_PACKAGES = (r"\usepackage{booktabs}", r"\usepackage{amssymb}", r"\usepackage{graphicx}")
 
 
 def tex_escape(text: str) -> str:
-    return "".join(_TEX_ESCAPE.get(ch, ch) for ch in text)
+    """Plain text as pdflatex input, ASCII only: LaTeX's specials escaped, symbols as macros, any other
+    non-ASCII letter by its ASCII base (é -> e) or '?' rather than an input error."""
+    import unicodedata
+
+    out = []
+    for ch in text:
+        if ch in _TEX_ESCAPE:
+            out.append(_TEX_ESCAPE[ch])
+        elif ch in _TEX_MATH:
+            out.append(rf"\ensuremath{{{_TEX_MATH[ch]}}}")
+        elif ch.isascii():
+            out.append(ch)
+        elif unicodedata.combining(ch):
+            continue  # an accent on the previous character: dropped
+        else:
+            base = unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode()
+            out.append(tex_escape(base) if base else "?")
+    return "".join(out)
 
 
 def to_latex(t: Table) -> str:
@@ -80,11 +105,14 @@ def to_latex(t: Table) -> str:
         return rf"\textit{{{text}}}" if c.muted else text
 
     spec = "l" + "r" * (len(t.columns) - 1)
+    wide = len(t.columns) > 7 or sum(len(c) for c in t.columns) > 110  # shrunk to the text width
     lines = [r"\begin{table}[ht]", r"\centering", rf"\caption{{{tex_escape(t.title)}}}", r"\small",
+             r"\resizebox{\linewidth}{!}{%" if wide else "",
              rf"\begin{{tabular}}{{{spec}}}", r"\toprule", " & ".join(tex_escape(c) for c in t.columns) + r" \\",
              r"\midrule"]
     lines += [" & ".join(cell(c) for c in row) + r" \\" for row in t.rows]
-    lines += [r"\bottomrule", r"\end{tabular}"]
+    lines += [r"\bottomrule", r"\end{tabular}" + ("}" if wide else "")]
+    lines = [line for line in lines if line]
     lines += [rf"\par\smallskip\footnotesize {tex_escape(n)}" for n in t.notes]
     return "\n".join(lines + [r"\end{table}"]) + "\n"
 

@@ -53,6 +53,39 @@ class Grid:
     def families(self) -> dict[str, str]:
         return {name: str(e.get("family", "?")) for name, e in self.manifest.get("retrievers", {}).items()}
 
+    def component_families(self) -> dict[str, set[str]]:
+        """Per system, the families of the entries it is built from (manifest `components`; a pipeline recorded
+        before components were: its own family)."""
+        out = {}
+        for name, e in self.manifest.get("retrievers", {}).items():
+            comps = e.get("components")
+            out[name] = set(comps.values()) if comps else {str(e.get("family", "?"))}
+        return out
+
+    def fused_pairs(self) -> set[frozenset[str]]:
+        """Pairs that a system of this grid already fuses (manifest `fuses`: rrf(a, b), a + b), and each fusion
+        with the systems it is made of (fusing it with one of its own parts again says nothing new)."""
+        out = set()
+        for name, e in self.manifest.get("retrievers", {}).items():
+            names = e.get("fuses") or []
+            out |= {frozenset((a, b)) for i, a in enumerate(names) for b in names[i + 1:] if a != b}
+            if names:
+                out |= {frozenset((name, part)) for part in {*names, *(e.get("components") or {})} if part != name}
+        return out
+
+    def group(self, dataset: str) -> str:
+        """The dataset's group (msmarco, beir, ...; manifest `datasets`, else the catalog, else "other")."""
+        recorded = self.manifest.get("datasets", {}).get(dataset, {})
+        if recorded.get("group"):
+            return str(recorded["group"])
+        from irgrid.core.registry import UnknownNameError
+        from irgrid.data.datasets import get
+
+        try:
+            return str(get(dataset).group)
+        except (UnknownNameError, ValueError):
+            return "other"
+
     def paper_names(self) -> dict[str, str | None]:
         """Our systems -> the paper's model names: from the manifest, else from the registry when the stored
         configuration hash is the registered entry's (a changed variant is a new result)."""

@@ -13,7 +13,7 @@ from irgrid import paper
 from irgrid.report import failures
 from irgrid.report import zscores as zscores_mod
 from irgrid.report.analyses import Analyses
-from irgrid.report.render import LEGEND, Table, TableCell, _fmt
+from irgrid.report.render import Table, TableCell, _fmt
 from irgrid.report.stored import Grid, slug
 
 
@@ -86,8 +86,7 @@ def paper_table(grid: Grid, z: pd.DataFrame, table: str, reference: str | Path |
         rows.append([TableCell(f"paper: {m}", muted=True)]
                     + [TableCell(_fmt(_num(paper.at[m, c.column])), muted=True) for c in cols]
                     + [TableCell(_fmt(published.get((m, *k))), muted=True) for k in extras])
-    names = dict(failures.paper.TABLE_TITLES)
-    notes = [LEGEND]
+    notes = ["Colours: the legend above (Δσ of ours against the published value)."]
     if any(cell.text == "failed" for row in rows for cell in row):
         notes.append("failed: a cell of this column did not run (failures.json has the error); not a result.")
     if not any(v is not None for vals in values for v in vals):
@@ -95,8 +94,18 @@ def paper_table(grid: Grid, z: pd.DataFrame, table: str, reference: str | Path |
     if any(c.scale != 1 for c in cols):
         notes.append("FollowIR columns x100 as the paper prints them: Score and MAP/nDCG@5 on the changed "
                      "instructions with the changed qrels, p-MRR as the paper's code computes it (irgrid.paper).")
-    return Table(f"table{table.replace('.', '')}", names[table],
+    return Table(f"table{table.replace('.', '')}", PAPER_TITLES[table],
                  ["system"] + [c.label for c in cols] + [f"{d} {m}" for d, m in extras], rows, notes)
+
+
+PAPER_TITLES = {  # captions that say what each of the paper's tables holds, ours beside the published rows
+    "2": "Paper Table 2 (averaged columns: MS MARCO, BEIR, LoTTE, InstructIR, FollowIR): ours coloured by Δσ, "
+         "then the published rows",
+    "A.4": "Paper Table A.4 (MS MARCO dev, TREC-DL 2019/2020): ours coloured by Δσ, then the published rows",
+    "A.5": "Paper Table A.5 (BEIR, nDCG@10): ours coloured by Δσ, then the published rows",
+    "A.6": "Paper Table A.6 (LoTTE pooled, Success@5): ours coloured by Δσ, then the published rows",
+    "A.7": "Paper Table A.7 (InstructIR, FollowIR; FollowIR x100): ours coloured by Δσ, then the published rows",
+}
 
 
 def _num(v: Any) -> float | None:
@@ -109,7 +118,8 @@ def zscore_table(z: pd.DataFrame) -> Table:
              TableCell(_fmt(_num(r["delta"]), 4)), TableCell(_fmt(_num(r["delta_sigma"]), 3), r["class"]), TableCell(r["class"])]
             for _, r in z.iterrows()]
     return Table("tableA3", "Table A.3 (ours): Δσ = (ours − published) / SE_boot", [
-        "system", "paper model", "table", "column", "ours", "SE", "published", "Δ", "Δσ", "class"], rows, [LEGEND])
+        "system", "paper model", "table", "column", "ours", "SE", "published", "Δ", "Δσ", "class"], rows,
+        ["Colours: the legend above."])
 
 
 def bootstrap_tbl(a: Analyses, grid: Grid) -> Table:
@@ -168,11 +178,18 @@ def fusion_tbl(a: Analyses) -> Table:
                      TableCell(f"{r['gain_over_best']:+.4f}")])
     return Table("fusion", f"Fusion suggestions: lowest hard-query overlap, tested with RRF (k = {a.params['rrf_k']})",
                  ["dataset", "pair", "Jaccard", "cross-family", "measure", "a", "b", "RRF", "RRF − best"], rows,
-                 ["Pairs across retriever families first, then by Jaccard ascending; systems below 0.8 × the best "
-                  "on a dataset's headline measure are not suggested. Live pipeline: irgrid.report.failures.rrf_pipeline."])
+                 ["Pairs across retriever families first (a pair is cross-family when the entries the two are built "
+                  "from share no family), then by Jaccard ascending; systems below 0.8 × the best on a dataset's "
+                  "headline measure, pairs a system of the grid already fuses and pairs with the same hard queries (Jaccard 1) "
+                  "are not suggested. Live pipeline: "
+                  "irgrid.report.failures.rrf_pipeline.",
+                  f"Selection and RRF scores use the same queries ({failures.SELECTED_ON}; the grid stores no runs of a "
+                  "held-out split): the gains are optimistic until confirmed on other queries."])
 
 
 def cross_dataset_tables(a: Analyses) -> list[Table]:
+    st = a.params["statistics"]
+
     def _wtl_row(r) -> list[TableCell]:  # a baseline that failed is said so, never counted as ties
         missing = int(r.get("baseline_missing", 0) or 0)
         base = f"{r['baseline']} (failed on {missing} dataset(s))" if missing else str(r["baseline"])
@@ -180,21 +197,160 @@ def cross_dataset_tables(a: Analyses) -> list[Table]:
         return [TableCell(r["system"]), TableCell(r["measure"]), TableCell(base), *map(TableCell, counts)]
 
     wtl = [_wtl_row(r) for _, r in a.win_tie_loss.iterrows()]
-    meta = [[TableCell(r["system"]), TableCell(r["measure"]), TableCell(str(r["k"])), TableCell(f"{r['effect']:+.4f}"),
-             TableCell(_fmt(r["se"], 4)), TableCell(f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"), TableCell(_fmt(r["p"], 4)),
-             TableCell(_fmt(r["tau2"], 6)), TableCell(_fmt(r["i2"], 2))] for _, r in a.meta_analysis.iterrows()]
+    meta = []
+    for _, r in a.meta_analysis.iterrows():
+        one = int(r["k"]) == 1  # one dataset: no pooling, no heterogeneity; its test is the main table's
+        meta.append([TableCell(r["system"]), TableCell(r["measure"]), TableCell(str(r["k"])), TableCell(f"{r['effect']:+.4f}"),
+                     TableCell(_fmt(r["se"], 4)), TableCell(f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"),
+                     TableCell("–" if one else _fmt(r["p"], 4)), TableCell(_fmt(r["tau2"], 6)), TableCell(_fmt(r["i2"], 2))])
+    notes = ["p: two-sided z-test of the pooled effect (normal approximation, uncorrected) — the only p-value of "
+             "this table; per-dataset tests are the main tables'. τ², I²: between-dataset heterogeneity."]
+    if any(int(k) == 1 for k in a.meta_analysis["k"]):
+        notes.append("datasets = 1: a single dataset has no heterogeneity (τ², I² not defined) and no pooled test; "
+                     "its effect is the dataset's mean difference, tested in the main table.")
     return [
-        Table("win-tie-loss", "Win/tie/loss against the baseline across datasets",
+        Table("win-tie-loss", f"Win/tie/loss against the baseline across datasets ({st['describe']}, "
+              f"{st['describe_correction']}; results.csv)",
               ["system", "measure", "baseline", "win", "tie", "loss"], wtl,
-              ["Win/loss: significantly better/worse than the baseline after correction (results.csv)."]),
+              ["Win/loss: significantly better/worse than the baseline after correction (results.csv's p-values)."]),
         Table("meta-analysis", "Random-effects meta-analysis (DerSimonian–Laird) of the per-dataset mean difference "
-              "to the baseline", ["system", "measure", "datasets", "effect", "SE", "95% CI", "p", "τ²", "I²"], meta),
+              "to the baseline", ["system", "measure", "datasets", "effect", "SE", "95% CI", "p", "τ²", "I²"], meta,
+              notes),
     ]
 
 
-def build_tables(grid: Grid, a: Analyses, reference: str | Path | None = None) -> list[Table]:
-    tables = [paper_table(grid, a.zscores, "2", reference, with_extras=True), zscore_table(a.zscores)]
-    tables += [paper_table(grid, a.zscores, t, reference) for t in ("A.4", "A.5", "A.6", "A.7")]
+PAPER_TABLES = ("2", "A.4", "A.5", "A.6", "A.7")
+
+
+def paper_tables_for(a: Analyses, paper: bool | None = None) -> list[str]:
+    """The paper's tables this report shows: by default those with a column that the grid's cells fill (its
+    datasets, under the paper's measures), so a grid of other datasets gets none and no table prints empty;
+    `paper=True` shows all five (the published rows at least), `paper=False` none."""
+    if paper is not None:
+        return list(PAPER_TABLES) if paper else []
+    filled = set(a.zscores["table"])
+    return [t for t in PAPER_TABLES if t in filled]
+
+
+def build_tables(grid: Grid, a: Analyses, reference: str | Path | None = None, paper: bool | None = None) -> list[Table]:
+    tables = [*main_tables(grid, a), effect_size_table(a)]
+    shown = paper_tables_for(a, paper)
+    if shown:
+        tables += [paper_table(grid, a.zscores, t, reference) for t in shown]
+        tables.append(zscore_table(a.zscores))
     tables += [bootstrap_tbl(a, grid), failure_tbl(a), *jaccard_tables(a, grid), fusion_tbl(a),
                *cross_dataset_tables(a)]
     return tables
+
+
+# -- the main tables: the grid's own results with the experiment's test -------------------------------------------
+GROUP_LABELS = {"msmarco": "MS MARCO", "beir": "BEIR", "lotte": "LoTTE", "instructir": "InstructIR",
+                "followir": "FollowIR", "byo": "own collections", "other": "other datasets"}
+
+
+def _pair(comp: pd.DataFrame, dataset: str, measure: str, x: str, y: str) -> dict[str, Any] | None:
+    """The comparison of x against y (either orientation stored; the difference as x − y)."""
+    block = comp[(comp["dataset"] == dataset) & (comp["measure"] == measure)]
+    hit = block[(block["system"] == x) & (block["against"] == y)]
+    if len(hit):
+        return hit.iloc[0].to_dict()
+    hit = block[(block["system"] == y) & (block["against"] == x)]
+    if len(hit):
+        r = hit.iloc[0].to_dict()
+        return {**r, "diff": -r["diff"], "ci_low": -r["ci_high"], "ci_high": -r["ci_low"], "effect_d": -r["effect_d"]}
+    return None
+
+
+def _significant(r: dict[str, Any] | None) -> bool:
+    return r is not None and r.get("significant") is True
+
+
+def main_tables(grid: Grid, a: Analyses) -> list[Table]:
+    """Per dataset group, the grid's systems x (dataset, measure): mean with its 95% bootstrap CI, ▲/▼ where the
+    experiment's test (after its correction) finds the system better/worse than the baseline, bold only for a
+    column's best where that test supports it. The caption names the baseline, test, correction, alpha, n and
+    measures: one p-value story per table."""
+    st = a.params["statistics"]
+    base, all_pairs, alpha = st["baseline"], st["comparisons"] == "all-pairs", st["alpha"]
+    comp = a.comparisons
+    value = grid.results[grid.results["measure"] != "ms/query"].set_index(["dataset", "system", "measure"])["value"]
+    boot = a.bootstrap.set_index(["dataset", "system", "measure"])
+    datasets = [d for d in grid.datasets if d not in paper.AGGREGATES]
+    groups: dict[str, list[str]] = {}
+    for d in datasets:
+        groups.setdefault(grid.group(d), []).append(d)
+    n_queries = {d: int(q) for (d, _, _), q in boot["queries"].items()}
+    tables = []
+    for group, members in groups.items():
+        cols = [(d, m) for d in members for m in grid.measures(d)]
+        systems = list(dict.fromkeys(s for d in members for s in grid.systems(d)))
+        rows: list[list[TableCell]] = []
+        for s in systems:
+            row = [TableCell(f"{s} (baseline)" if s == base else s)]
+            for d, m in cols:
+                v = value.get((d, s, m))
+                if v is None or pd.isna(v):
+                    row.append(TableCell("failed" if grid.failed(s, [d]) else "–"))
+                    continue
+                mark = ""
+                r = _pair(comp, d, m, s, base) if base and s != base else None
+                if _significant(r):
+                    mark = " ▲" if r["diff"] > 0 else " ▼"
+                ci = ""
+                if (d, s, m) in boot.index:
+                    ci = f" [{boot.at[(d, s, m), 'ci_low']:.3f}, {boot.at[(d, s, m), 'ci_high']:.3f}]"
+                row.append(TableCell(f"{float(v):.4f}{mark}{ci}"))
+            rows.append(row)
+        for j, (d, m) in enumerate(cols, start=1):  # bold: the best, where the test supports it
+            vals = {s: value.get((d, s, m)) for s in systems}
+            vals = {s: float(v) for s, v in vals.items() if v is not None and not pd.isna(v)}
+            if len(vals) < 2:
+                continue
+            best = max(vals, key=lambda s: vals[s])
+            others = [o for o in vals if o != best]
+            if all_pairs:
+                supported = all(_significant(r := _pair(comp, d, m, best, o)) and r["diff"] > 0 for o in others)
+            else:
+                r = _pair(comp, d, m, best, base) if base and best != base else None
+                supported = _significant(r) and r["diff"] > 0
+            if supported:
+                rows[systems.index(best)][j].bold = True
+        measures = list(dict.fromkeys(m for _, m in cols))
+        n_text = ", ".join(f"{n_queries.get(d, '?')} ({d})" if len(members) > 1 else str(n_queries.get(d, "?"))
+                           for d in members)
+        family = (f"over all {len(systems) * (len(systems) - 1) // 2} pairs of the {len(systems)} systems"
+                  if all_pairs else f"over the {len(systems) - 1} system{'s' if len(systems) != 2 else ''} compared "
+                                    f"with it")
+        if base:
+            tests = (f"▲/▼: significantly better/worse than the baseline {base} by the {st['describe']}, "
+                     f"{st['describe_correction']} {family} per dataset and measure, α = {alpha}")
+        else:
+            tests = "no baseline: no significance tests"
+        title = (f"{GROUP_LABELS.get(group, group)}: {', '.join(measures)} on {', '.join(members)} "
+                 f"(n = {n_text} queries); baseline {base}; {tests}")
+        bold = ("significantly better than every other system (all pairs)" if all_pairs else
+                f"significantly better than the baseline {base}")
+        notes = [f"Cells: mean over the queries [95% bootstrap percentile confidence interval of the mean, B = "
+                 f"{a.params['B']}, seed {a.params['seed']}].",
+                 f"Bold: a column's best only where the test supports it ({bold}); effect sizes: the next table."]
+        tables.append(Table(f"main-{slug(group)}", title, ["system"] + [f"{d} {m}" if len(members) > 1 else m
+                                                                          for d, m in cols], rows, notes))
+    return tables
+
+
+def effect_size_table(a: Analyses) -> Table:
+    """Every comparison the main tables test, with its effect size: the mean difference and its 95% CI, the
+    standardised effect d, and the test's p before and after correction."""
+    st = a.params["statistics"]
+    rows = []
+    for _, r in a.comparisons.iterrows():
+        rows.append([TableCell(r["dataset"]), TableCell(r["measure"]), TableCell(f"{r['system']} − {r['against']}"),
+                     TableCell(str(r["n"])), TableCell(f"{r['diff']:+.4f}"),
+                     TableCell(f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"), TableCell(_fmt(r["effect_d"], 2)),
+                     TableCell(_fmt(r["p"], 4)), TableCell(_fmt(r["p_corrected"], 4), bold=r["significant"] is True)])
+    pairs_ = "all pairs of systems" if st["comparisons"] == "all-pairs" else f"each system against {st['baseline']}"
+    return Table("effect-sizes", f"Effect sizes and tests: {pairs_} ({st['describe']}, {st['describe_correction']})",
+                 ["dataset", "measure", "comparison", "n", "Δ mean", "95% CI of Δ", "d", "p", "p corrected"], rows,
+                 [f"Δ: mean per-query difference; its CI: bootstrap percentile (B = {a.params['B']}, seed "
+                  f"{a.params['seed']}); d: standardised effect mean(Δ) / sd(Δ) (paired Cohen's d). p: the "
+                  "experiment's test; against the baseline as in results.csv. Bold: corrected p < α."])

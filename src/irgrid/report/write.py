@@ -12,27 +12,35 @@ from irgrid.report import failures
 from irgrid.report import stats as stats_mod
 from irgrid.report.analyses import Analyses, analyse
 from irgrid.report.figures import figure1, jaccard_figure
-from irgrid.report.render import Table, tex_escape, to_html, to_latex, to_markdown
+from irgrid.report.render import LEGEND, TEX_PACKAGES, Table, tex_escape, to_html, to_latex, to_markdown
 from irgrid.report.stored import Grid, load, slug
-from irgrid.report.tables import build_tables, jaccard_square
+from irgrid.report.tables import build_tables, jaccard_square, paper_tables_for
 
 
 def write_report(out: str | Path, to: str | Path | None = None, n_resamples: int = stats_mod.BOOTSTRAP_B,
-                 seed: int = stats_mod.BOOTSTRAP_SEED, fraction: float = 0.1, reference: str | Path | None = None) -> list[Path]:
-    """Analyse the grid stored in `out` and write every table and figure under `to` (default OUT/report)."""
+                 seed: int = stats_mod.BOOTSTRAP_SEED, fraction: float = 0.1, reference: str | Path | None = None,
+                 paper: bool | None = None) -> list[Path]:
+    """Analyse the grid stored in `out` and write every table and figure under `to` (default OUT/report).
+    `paper`: the paper's tables and z-scores where the grid fills them (None), always (True) or never (False)."""
     grid = load(out)
     to = Path(to) if to is not None else grid.out / "report"
     to.mkdir(parents=True, exist_ok=True)
     a = analyse(grid, n_resamples=n_resamples, seed=seed, fraction=fraction, reference=reference)
+    shown = paper_tables_for(a, paper)
     written: list[Path] = []
+    for stale in ("zscores.csv", *(f"{t}.{e}" for t in ("table2", "tableA3", "tableA4", "tableA5", "tableA6",
+                                                        "tableA7") for e in ("md", "tex", "html"))):
+        (to / stale).unlink(missing_ok=True)  # a paper table of an earlier report that this one leaves out
     for name, frame in a.frames().items():
+        if name == "zscores" and not shown:
+            continue
         path = to / f"{name}.csv"
         write_text_atomic(path, frame.to_csv(index=False))
         written.append(path)
     path = to / "fusion_pipelines.yaml"  # the suggestions as experiment items (irgrid.runner.expressions)
     write_text_atomic(path, failures.fusion_pipelines_yaml(a.fusion_suggestions, a.fusion_rrf, a.params["rrf_k"]))
     written.append(path)
-    tables = build_tables(grid, a, reference)
+    tables = build_tables(grid, a, reference, paper)
     for t in tables:
         for ext, render in (("md", to_markdown), ("tex", to_latex), ("html", to_html)):
             path = to / f"{t.stem}.{ext}"
@@ -48,11 +56,12 @@ def write_report(out: str | Path, to: str | Path | None = None, n_resamples: int
         figures.append(jaccard_figure(m, f"Hard-query overlap (worst {fraction:.0%})\n{dataset}",
                                       to / f"jaccard-{slug(dataset)}.png"))
     written += figures
-    written += _write_documents(grid, a, tables, figures, to)
+    written += _write_documents(grid, a, tables, figures, to, legend=bool(shown))
     return written
 
 
-def _write_documents(grid: Grid, a: Analyses, tables: Sequence[Table], figures: Sequence[Path], to: Path) -> list[Path]:
+def _write_documents(grid: Grid, a: Analyses, tables: Sequence[Table], figures: Sequence[Path], to: Path,
+                     legend: bool = False) -> list[Path]:
     name = grid.manifest.get("experiment", grid.out.name)
     params = (f"bootstrap B = {a.params['B']}, seed = {a.params['seed']}; hard queries: worst {a.params['fraction']:.0%}"
               f" with failure rank capped at {a.params['depth'] + 1}; RRF k = {a.params['rrf_k']}")
@@ -70,13 +79,24 @@ def _write_documents(grid: Grid, a: Analyses, tables: Sequence[Table], figures: 
                            for f in failed[:20])
         note = (note + " " if note else "") + (f"{len(failed)} failed cell(s) (failures.json), absent from every "
                                                f"table: {listed}" + (" ..." if len(failed) > 20 else "") + ".")
+    # the colour legend once, before the first of the paper's tables (none: no legend)
+    first_paper = next((i for i, t in enumerate(tables) if t.stem.startswith("table")), None) if legend else None
+
+    def ordered(render, legend_text):
+        out = []
+        for i, t in enumerate(tables):
+            if i == first_paper:
+                out.append(legend_text)
+            out.append(render(t))
+        return out
+
     md = [f"# {name}: report", "", f"From `{grid.out}` ({params}).", ""] + ([note, ""] if note else [])
-    md += [to_markdown(t) for t in tables]
+    md += ordered(to_markdown, f"**Legend of the paper's tables.** {LEGEND}\n")
     md += [f"![{p.stem}]({p.name})\n" for p in figures]
-    tex = [r"\documentclass{article}", r"\usepackage[margin=2cm]{geometry}", r"\usepackage{booktabs}",
-           r"\usepackage[table]{xcolor}", r"\usepackage{graphicx}", r"\begin{document}",
+    tex = [r"\documentclass{article}", r"\usepackage[margin=2cm]{geometry}", *TEX_PACKAGES,
+           r"\usepackage[table]{xcolor}", r"\begin{document}",
            rf"\section*{{{tex_escape(name)}: report}}", tex_escape(params)] + ([tex_escape(note)] if note else [])
-    tex += [to_latex(t) for t in tables]
+    tex += ordered(to_latex, rf"\paragraph{{Legend of the paper's tables.}} {tex_escape(LEGEND)}" + "\n")
     tex += [rf"\begin{{figure}}[ht]\centering\includegraphics[width=\linewidth]{{{p.name}}}\end{{figure}}"
             for p in figures]
     tex.append(r"\end{document}")
@@ -85,7 +105,7 @@ def _write_documents(grid: Grid, a: Analyses, tables: Sequence[Table], figures: 
              "td:first-child,th:first-child{text-align:left}.note{font-size:small;color:#444}img{max-width:100%}")
     body = [f"<h1>{html.escape(name)}: report</h1>", f"<p>{html.escape(params)}</p>"]
     body += [f"<p class=\"note\">{html.escape(note)}</p>"] if note else []
-    body += [to_html(t) for t in tables]
+    body += ordered(to_html, f"<p class=\"note\"><b>Legend of the paper's tables.</b> {html.escape(LEGEND)}</p>")
     body += [f'<figure><img src="{p.name}" alt="{p.stem}"><figcaption>{p.stem}</figcaption></figure>' for p in figures]
     doc = (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(name)}</title>"
            f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")

@@ -13,17 +13,28 @@ from irgrid.core.errors import Error
 from irgrid.core.profiles import DEFAULT_PROFILE, ProfileError, check_name
 from irgrid.core.registry import UnknownNameError
 from irgrid.core.schema import Key, Schema
+from irgrid.core.significance import (
+    COMPARISONS,
+    CORRECTIONS,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    TESTS,
+    PairedTest,
+)
 from irgrid.data import datasets as ds_mod
 
-TESTS = ("t", "wilcoxon")
-CORRECTIONS = ("bonferroni", "holm", "holm-sidak", "hs", "sidak", "simes-hochberg", "fdr_bh", "fdr_by", "none")
+TEST_SCHEMA = Schema({"name": Key(str, required=True, hint=f"one of {list(TESTS)}"),
+                      "permutations": Key(int, hint="a whole number >= 100 (randomization test)"),
+                      "resamples": Key(int, hint="a whole number >= 100 (bootstrap test)"),
+                      "seed": Key(int, hint="a whole number >= 0")})
 SCHEMA = Schema({
     "name": Key(), "description": Key(),
     "datasets": Key(list, required=True, nonempty=True, hint="a non-empty list"),
     "retrievers": Key(list, required=True, nonempty=True, hint="a non-empty list"),
     "measures": Key(list, nonempty=True, hint="a non-empty list, or left out to use each dataset's own measures "
                                               "(see `irgrid datasets`)"),
-    "baseline": Key(), "test": Key(), "correction": Key(),
+    "baseline": Key(), "test": Key((str, dict), hint="a test name or {name, permutations|resamples, seed}"),
+    "correction": Key(), "comparisons": Key(str, hint=f"one of {list(COMPARISONS)}"),
     "models": Key(dict, hint="a mapping of model ids to local folders"), "latency_sample": Key(),
     "collections": Key(list, hint="a list of {name, docs, topics, qrels}"),
     "aggregates": Key(list, hint="a list of aggregate names"), "profile": Key(), "self_matches": Key(),
@@ -47,8 +58,11 @@ class ExperimentSpec:
     retrievers: list[r_mod.Retriever]
     measures: list[Any]  # ir_measures objects; empty: each dataset's own (catalog) measures
     baseline: str | None = None
-    test: str = "t"
+    test: str = "t"  # irgrid.core.significance.TESTS
     correction: str | None = None
+    test_resamples: int = DEFAULT_RESAMPLES  # permutations (randomization) or resamples (bootstrap)
+    test_seed: int = DEFAULT_SEED
+    comparisons: str = "baseline"  # or all-pairs (every pair of systems; in the report)
     models: dict[str, str] = field(default_factory=dict)
     description: str = ""
     source: str = "<dict>"
@@ -61,8 +75,17 @@ class ExperimentSpec:
             return self.measures
         return [parse_measure(m, f"{self.source}: measures of dataset {dataset.name}") for m in dataset.measures]
 
+    def paired_test(self) -> PairedTest:
+        return PairedTest(self.test, self.test_resamples, self.test_seed)
+
     def config(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {}  # only when set: the keys of experiments without them stay as they were
+        if self.paired_test().resampling:
+            extra["test_options"] = {"resamples": self.test_resamples, "seed": self.test_seed}
+        if self.comparisons != "baseline":
+            extra["comparisons"] = self.comparisons
         return {
+            **extra,
             "name": self.name,
             "datasets": [d.config() for d in self.datasets],
             "retrievers": {r.name: r.config() for r in self.retrievers},
@@ -242,9 +265,11 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
     baseline = data.get("baseline", names[0])
     if baseline is not None and baseline not in names:
         raise ExperimentError(f"{source}: baseline {baseline!r} is not one of the retrievers {names}")
-    test = data.get("test", "t")
-    if test not in TESTS:
-        raise ExperimentError(f"{source}: test {test!r} is not one of {TESTS}")
+    test, resamples, seed = _test(data.get("test", "t"), source)
+    comparisons = data.get("comparisons", "baseline")
+    if comparisons not in COMPARISONS:
+        raise ExperimentError(f"{source}: comparisons: {comparisons!r} is not one of {list(COMPARISONS)} (baseline: "
+                              f"each system against the baseline; all-pairs: every pair, corrected together)")
     correction = data.get("correction")
     if correction is not None and correction not in CORRECTIONS:
         raise ExperimentError(f"{source}: correction {correction!r} is not one of {CORRECTIONS}")
@@ -262,6 +287,9 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
         measures=measures,
         baseline=baseline,
         test=test,
+        test_resamples=resamples,
+        test_seed=seed,
+        comparisons=comparisons,
         correction=None if correction == "none" else correction,
         models={str(k): str(v) for k, v in models.items()},
         description=str(data.get("description", "")),
@@ -270,6 +298,32 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
         self_matches=self_matches,
         source=source,
     )
+
+
+def _test(value: Any, source: str) -> tuple[str, int, int]:
+    """`test: t` or `test: {name: randomization, permutations: 10000, seed: 0}` -> (name, resamples, seed)."""
+    from irgrid.core.registry import did_you_mean
+    from irgrid.core.significance import ALIASES
+
+    item = TEST_SCHEMA.check(value, f"{source}: test", ExperimentError) if isinstance(value, dict) else {"name": value}
+    name = ALIASES.get(str(item["name"]), str(item["name"]))
+    if name not in TESTS:
+        raise ExperimentError(f"{source}: test {item['name']!r} is not one of {list(TESTS)} (or "
+                              f"{sorted(ALIASES)}).{did_you_mean(str(item['name']), list(TESTS))}")
+    key = {"randomization": "permutations", "bootstrap": "resamples"}.get(name)
+    for other in ("permutations", "resamples"):
+        if other in item and other != key:
+            raise ExperimentError(f"{source}: test: {other!r} does not apply to the {name} test"
+                                  + (f"; it takes {key!r}" if key else " (only randomization and bootstrap resample)"))
+    resamples = item.get(key, DEFAULT_RESAMPLES) if key else DEFAULT_RESAMPLES
+    seed = item.get("seed", DEFAULT_SEED)
+    if key is None and "seed" in item:
+        raise ExperimentError(f"{source}: test: 'seed' does not apply to the {name} test (it is not resampled)")
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 100:
+        raise ExperimentError(f"{source}: test: {key} must be a whole number >= 100, got {resamples!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ExperimentError(f"{source}: test: seed must be a whole number >= 0, got {seed!r}")
+    return name, resamples, seed
 
 
 def with_extra(spec: Any, extra: Mapping[str, Any] | None, keys: Mapping[str, str] | None) -> Any:

@@ -300,6 +300,35 @@ def _depth(tree: Ref | Op, parts: Mapping[str, Retriever]) -> int | None:
     return min(depths) if tree.op == "&" else sum(depths)  # type: ignore[arg-type]
 
 
+def components(retriever: Retriever) -> dict[str, str]:
+    """The registry entries (or `as:` variants) a retriever is built from, with their families: itself for an
+    entry, the leaves of its tree for a pipeline (nested pipelines opened). Fusion suggestions compare these, so
+    a cascade ending in MiniLM and MiniLM itself share the dense family."""
+    if not isinstance(retriever, Expression):
+        return {retriever.name: retriever.family}
+    out: dict[str, str] = {}
+    for part in retriever.parts.values():
+        out.update(components(part))
+    return out
+
+
+def fused(retriever: Retriever) -> list[str] | None:
+    """The names a pipeline fuses at its top (rrf(a, b, ...) or a weighted a + b, weights and cut-offs of the
+    operands set aside), or None when it is not a fusion of named systems."""
+    tree = getattr(retriever, "tree", None)
+    if not isinstance(tree, Op) or tree.op not in ("rrf", "+"):
+        return None
+    terms = _sum_terms(tree) if tree.op == "+" else [(1.0, p) for p in tree.parts]
+    names = []
+    for _, term in terms:
+        while isinstance(term, Op) and term.op in ("*", "%") and len(term.parts) == 1:
+            term = term.parts[0]
+        if not isinstance(term, Ref):
+            return None
+        names.append(term.name)
+    return names
+
+
 def _no_query(*_: Any) -> Any:
     raise TypeError("a pipeline expression is built by Expression.compose (irgrid.runner.cell.build_pipeline)")
 

