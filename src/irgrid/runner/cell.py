@@ -219,7 +219,11 @@ def build_pipeline(retriever: Retriever, dataset: str | Dataset | None = None, s
     if check_queries:
         from irgrid.runner.transforms import CheckQueries
 
-        return CheckQueries() >> _build_pipeline(retriever, dataset, store, model_map)
+        inner = _build_pipeline(retriever, dataset, store, model_map)
+        checked = CheckQueries() >> inner
+        if hasattr(inner, "expression"):  # irgrid.pipeline("EXPR", ds) in extra=/names=: still the YAML item's cell
+            checked.expression = inner.expression
+        return checked
     return _build_pipeline(retriever, dataset, store, model_map)
 
 
