@@ -14,8 +14,9 @@ import contextlib
 import csv
 import io
 import re
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "irgrid"
