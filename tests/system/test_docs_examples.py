@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from irgrid.core import settings
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
-FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```\s*$", re.S | re.M)
+FENCE = re.compile(r"^([ \t]*)```(\w+)[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.S | re.M)  # fences in lists are indented
 MARK = re.compile(r"<!--\s*(file|not-executed):\s*(.*?)\s*-->\s*$")
 # pages whose Python examples read a staged collection (vaswani); the others need nothing staged
 NEEDS_STAGED = {"composing.md"}
@@ -43,11 +44,11 @@ def blocks(page: Path) -> list[Block]:
     text = page.read_text()
     out = []
     for m in FENCE.finditer(text):
-        if m.group(1) not in ("yaml", "python"):
+        if m.group(2) not in ("yaml", "python"):
             continue
         before = text[:m.start()].rstrip("\n").rsplit("\n", 1)[-1]
         mark = MARK.search(before)
-        block = Block(m.group(1), m.group(2), text[:m.start()].count("\n") + 1)
+        block = Block(m.group(2), textwrap.dedent(m.group(3)), text[:m.start()].count("\n") + 1)
         if mark and mark.group(1) == "file":
             block.file = mark.group(2)
         elif mark:
@@ -91,6 +92,8 @@ def test_every_example_is_run_or_says_why_not():
     """The not-executed escape hatch stays rare and explained, and every page's examples parse."""
     skipped = []
     for page in PAGES:
+        fences = len(re.findall(r"^[ \t]*```(?:yaml|python)\b", page.read_text(), re.M))
+        assert len(blocks(page)) == fences, f"{page.name}: a yaml/python fence the extractor does not see"
         for b in blocks(page):
             if b.skip is not None:
                 assert len(b.skip) >= 10, f"{page.name}:{b.line}: say why the block is not executed"
