@@ -50,7 +50,7 @@ test-fast: install
 
 # Style and architecture: ruff, the import-layer contract (pyproject [tool.importlinter]) and no import cycle.
 lint: install
-	$(BIN)/ruff check src pipelines tests benchmarks
+	$(BIN)/ruff check src pipelines tests benchmarks docs/gen
 	$(BIN)/lint-imports
 
 # The docs site (docs/, mkdocs.yml) into site/, strictly: a warning (broken link, docstring the API pages cannot
