@@ -70,7 +70,10 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "measures": "ir_measures names plus irgrid's own (Robustness@10, og:/changed:, p-MRR, p-MRR-paper); "
                     "left out: each dataset's own measures",
         "baseline": "the system every other is tested against (a name or an `as:` name)",
-        "test": "the paired test: `t` (default) or `wilcoxon`",
+        "test": "the paired test: `t` (default), `wilcoxon`, or a mapping `{name: randomization, permutations: N, "
+                "seed: S}` / `{name: bootstrap, resamples: N, seed: S}`",
+        "comparisons": "`baseline` (default: every system against the baseline) or `all-pairs` (every pair, "
+                       "corrected together)",
         "correction": "multiple-testing correction, statsmodels names: `holm`, `bonferroni`, `fdr_bh`, ... or "
                       "`none`",
         "models": "model id (`org/name[@revision]`) -> local folder, for air-gapped use",
@@ -104,6 +107,8 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "fields": "document fields joined into the indexed text (default `[title, text]`)",
         "query_field": "which topic field is the query text",
         "drop_self_matches": "drop a query's own document from its ranking (as ArguAna and Quora do)",
+        "allow_unjudged_qrels": "accept qrels query ids that no topic has (refused by default: topics and qrels "
+                                "numbered differently; still named in a warning)",
         "measures": "the collection's own measures (used when the experiment lists none)",
         "notes": "free text, shown by `irgrid datasets`",
     },
