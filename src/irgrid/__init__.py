@@ -40,6 +40,7 @@ def run(experiment: Any, out: Any = None, *, extra: dict[str, Any] | None = None
 def retriever(name: str) -> Retriever:
     """A registered entry by name (raises with "did you mean" for unknown names)."""
     import irgrid.runner.cell  # noqa: F401  (lets the entry's `.pipeline()` build through the runner)
+    import irgrid.runner.expressions  # noqa: F401  (and its `.scorer()`)
     from irgrid.core.retrievers import get
 
     return get(name)
@@ -104,11 +105,11 @@ def __getattr__(name: str) -> Any:
     if name == "rrf":
         return _rrf
     if name in ("register_scorer", "SCORERS", "can_score"):
-        from irgrid.runner import expressions, roles
+        from irgrid.runner import expressions
 
         expressions._ensure_scorers()
         return {"register_scorer": expressions.register_scorer, "SCORERS": expressions.SCORERS,
-                "can_score": roles.can_score}[name]
+                "can_score": expressions.can_score}[name]
     raise AttributeError(f"module 'irgrid' has no attribute {name!r}")
 
 

@@ -300,23 +300,10 @@ def _index_encoding(retriever: Retriever, dataset: Dataset, store: Store) -> dic
 
 
 def _latency_accounting(pipeline):
-    """Sum of `latency_seconds()` over the pipeline's parts: time a stage really costs but that a cache served
-    in this process (e.g. cached query generations). Duck-typed, so any transformer can declare it."""
-    parts, stack, seen = [], [pipeline], set()
-    while stack:
-        t = stack.pop()
-        if id(t) in seen:  # a stage reused within one pipeline declares its time once
-            continue
-        seen.add(id(t))
-        if hasattr(t, "latency_seconds"):
-            parts.append(t)
-        stack.extend(getattr(t, "_transformers", None) or [])
-        stack.extend(getattr(t, "transformers", None) or [])  # pyterrier-alpha RRFusion
-        for attr in ("transformer", "left", "right"):  # wrappers; PyTerrier's +, |, & operators
-            inner = getattr(t, attr, None)
-            if inner is not None and inner is not t and hasattr(inner, "transform"):
-                stack.append(inner)
-    return lambda: sum(p.latency_seconds() for p in parts)
+    """Sum of `latency_seconds()` over the pipeline's parts (irgrid.runner.roles.latency_accounting)."""
+    from irgrid.runner.roles import latency_accounting
+
+    return latency_accounting(pipeline)
 
 
 def run_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store: Store,
@@ -442,20 +429,12 @@ class DatasetName(str):
         return out
 
 
-def _scorer_role(retriever: Retriever, dataset: str | Dataset | None = None, store: Store | None = None,
-                 model_map: dict[str, str] | None = None):
-    from irgrid.runner.roles import build_scorer
-
-    return build_scorer(retriever, None if dataset is None else dataset_of(dataset), store, model_map)
-
-
 def _indexer_role(retriever: Retriever, dataset: str | Dataset | None = None, store: Store | None = None,
                   model_map: dict[str, str] | None = None):
     from irgrid.runner.roles import build_indexer
 
-    return build_indexer(retriever, None if dataset is None else dataset_of(dataset), store, model_map)
+    return build_indexer(retriever, None if dataset is None else dataset_of(dataset), store, model_map, ensure_index)
 
 
 PIPELINE_BUILDER["build"] = build_pipeline  # `Retriever.pipeline()` (irgrid.core.retrievers) builds through this
-PIPELINE_BUILDER["scorer"] = _scorer_role  # `Retriever.scorer()`
 PIPELINE_BUILDER["indexer"] = _indexer_role  # `Retriever.indexer()`

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 from irgrid.core.errors import Error
 from irgrid.core.memo import Memo
 from irgrid.core.registry import UnknownNameError, did_you_mean
-from irgrid.core.retrievers import Retriever
+from irgrid.core.retrievers import PIPELINE_BUILDER, Retriever
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -824,3 +824,44 @@ def late_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None,
     scorer = _LateScorer()
     scorer.needs_text = stored is None
     return scorer
+
+
+# -- the scorer role in Python (`irgrid.retriever(name).scorer(ds)`, irgrid.runner.roles) --------------------------
+
+
+def can_score(entry: Retriever) -> bool:
+    """Whether the entry can re-rank a candidate set (a scorer is registered for it)."""
+    _ensure_scorers()
+    return entry.query in SCORERS
+
+
+def _scorer_hint(entry: Retriever) -> str:
+    kinds = sorted({f"{e.family}" for e in _registered() if e.query in SCORERS})
+    return (f"{entry.name!r} ({entry.family}) cannot score given candidates; the entries that can re-rank are "
+            f"of the families {', '.join(kinds)} (`irgrid list`); fuse first stages with "
+            f"irgrid.PerQueryMinMax / irgrid.rrf instead")
+
+
+def _registered() -> list[Retriever]:
+    from irgrid.core.retrievers import RETRIEVERS
+
+    return list(RETRIEVERS)
+
+
+def build_scorer(entry: Retriever, dataset: Any, store: Store | None = None,
+                 model_map: Mapping[str, str] | None = None) -> Any:
+    """The entry in re-ranking position on a dataset: the very scorer a pipeline expression uses after `>>`
+    (the entry's indexed vectors when its index is in the cache, else the candidates' texts)."""
+    from irgrid.runner.cell import dataset_of
+    from irgrid.runner.roles import RoleError, Scorer
+    from irgrid.store import Store
+
+    if dataset is None:
+        raise ValueError(f"{entry.name}.scorer() needs a dataset, e.g. 'beir/scifact/test'")
+    ds = dataset_of(dataset)
+    if not can_score(entry):
+        raise RoleError(f"{entry.name}.scorer(): {_scorer_hint(entry)}")
+    return Scorer(entry, _scorer(entry, ds, store or Store(), dict(model_map or {})))
+
+
+PIPELINE_BUILDER["scorer"] = build_scorer  # `Retriever.scorer()` and first stages given a result frame

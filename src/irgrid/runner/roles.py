@@ -12,7 +12,7 @@ Retrieving anew while keeping the input rows (k x 1000 rows per query, duplicate
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,29 +32,6 @@ class RoleError(Error, ValueError):
     no candidates); the message names what to use instead."""
 
 
-def can_score(entry: Retriever) -> bool:
-    """Whether the entry can re-rank a candidate set (a scorer is registered for it)."""
-    from irgrid.runner.expressions import SCORERS, _ensure_scorers
-
-    _ensure_scorers()
-    return entry.query in SCORERS
-
-
-def _scorer_hint(entry: Retriever) -> str:
-    from irgrid.runner.expressions import SCORERS
-
-    kinds = sorted({f"{e.family}" for e in _registered() if e.query in SCORERS})
-    return (f"{entry.name!r} ({entry.family}) cannot score given candidates; the entries that can re-rank are "
-            f"of the families {', '.join(kinds)} (`irgrid list`); fuse first stages with "
-            f"irgrid.PerQueryMinMax / irgrid.rrf instead")
-
-
-def _registered() -> list[Retriever]:
-    from irgrid.core.retrievers import RETRIEVERS
-
-    return list(RETRIEVERS)
-
-
 def _dataset(dataset: Any, what: str) -> Dataset:
     from irgrid.data.datasets import get as get_dataset
 
@@ -63,28 +40,16 @@ def _dataset(dataset: Any, what: str) -> Dataset:
     return get_dataset(dataset) if isinstance(dataset, str) else dataset
 
 
-def build_scorer(entry: Retriever, dataset: Any, store: Store | None = None,
-                 model_map: Mapping[str, str] | None = None) -> Any:
-    """The entry in re-ranking position on a dataset: the very scorer a pipeline expression uses after `>>`
-    (the entry's indexed vectors when its index is in the cache, else the candidates' texts)."""
-    from irgrid.runner.expressions import _scorer
-    from irgrid.store import Store
-
-    ds = _dataset(dataset, f"{entry.name}.scorer()")
-    if not can_score(entry):
-        raise RoleError(f"{entry.name}.scorer(): {_scorer_hint(entry)}")
-    return Scorer(entry, _scorer(entry, ds, store or Store(), dict(model_map or {})))
-
-
-def build_indexer(entry: Retriever, dataset: Any, store: Store | None = None,
-                  model_map: Mapping[str, str] | None = None) -> Indexer:
+def build_indexer(entry: Retriever, dataset: Any, store: Store | None, model_map: Mapping[str, str] | None,
+                  ensure: Callable[..., Path]) -> Indexer:
+    """`ensure`: the runner's `ensure_index` (locks, verification, manifests), handed in by irgrid.runner.cell."""
     from irgrid.store import Store
 
     ds = _dataset(dataset, f"{entry.name}.indexer()")
     if entry.index is None:
         raise RoleError(f"{entry.name}.indexer(): {entry.name!r} builds no index (it scores or rewrites at query "
                         f"time); use {entry.name}.retriever(ds) or .scorer(ds)")
-    return Indexer(entry, ds, store or Store(), dict(model_map or {}))
+    return Indexer(entry, ds, store or Store(), dict(model_map or {}), ensure)
 
 
 class Scorer(pt.Transformer):
@@ -110,26 +75,29 @@ class FirstStage(pt.Transformer):
     def __init__(self, entry: Retriever, dataset: Dataset, store: Store, model_map: Mapping[str, str],
                  inner: Any):
         self.entry, self.dataset, self.store, self.model_map = entry, dataset, store, dict(model_map)
-        self.transformer = inner  # `transformer`: latency walkers (irgrid.runner.cell) look inside
+        self.transformer = inner  # `transformer`: latency walkers (latency_accounting) look inside
         self._scorer: Any = None
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         if "docno" not in inp.columns:
             return self.transformer.transform(inp)
         if self._scorer is None:
-            if not can_score(self.entry):
+            from irgrid.core.retrievers import PIPELINE_BUILDER
+
+            build = PIPELINE_BUILDER.get("scorer")  # irgrid.runner.expressions registers it (layers: no cycle)
+            if build is None:
+                raise RuntimeError(f"{self.entry.name}: re-ranking needs irgrid's runner: get entries with "
+                                   f"irgrid.retriever(name)")
+            try:
+                self._scorer = build(self.entry, self.dataset, self.store, self.model_map)
+            except RoleError as e:
                 raise RoleError(f"{self.entry.name}: this first-stage retriever received a result frame (a 'docno' "
-                                f"column) and would retrieve anew for every row; {_scorer_hint(self.entry)}")
-            self._scorer = build_scorer(self.entry, self.dataset, self.store, self.model_map)
+                                f"column) and would retrieve anew for every row; {str(e).split(': ', 1)[1]}") from None
         return self._scorer.transform(inp)
 
     def latency_seconds(self) -> float:
         """What the re-ranking path's memoised encodings cost (the first stage's own is the inner pipeline's)."""
-        if self._scorer is None:
-            return 0.0
-        from irgrid.runner.cell import _latency_accounting
-
-        return float(_latency_accounting(self._scorer)())
+        return 0.0 if self._scorer is None else float(latency_accounting(self._scorer)())
 
     def __repr__(self) -> str:
         return repr(self.transformer)
@@ -140,18 +108,38 @@ class Indexer:
     returns its folder. irgrid indexes corpora it can name (catalog, ir_datasets, bring-your-own collections),
     so that the cache key covers the documents; other documents go in through a bring-your-own collection."""
 
-    def __init__(self, entry: Retriever, dataset: Dataset, store: Store, model_map: dict[str, str]):
-        self.entry, self.dataset, self.store, self.model_map = entry, dataset, store, model_map
+    def __init__(self, entry: Retriever, dataset: Dataset, store: Store, model_map: dict[str, str],
+                 ensure: Callable[..., Path]):
+        self.entry, self.dataset, self.store, self.model_map, self._ensure = entry, dataset, store, model_map, ensure
 
     def index(self, docs: Any = None) -> Path:
-        from irgrid.runner.cell import ensure_index
-
         if docs is not None:
             raise RoleError(f"{self.entry.name}.indexer({self.dataset.name!r}).index(): irgrid indexes the dataset's "
                             f"own corpus (its cache key hashes it); to index other documents declare them as a "
                             f"collection (irgrid.dataset({{'name': ..., 'docs': ..., 'topics': ..., 'qrels': ...}}))")
         assert self.entry.index is not None
-        return ensure_index(self.entry.index, self.dataset, self.store, self.model_map)
+        return self._ensure(self.entry.index, self.dataset, self.store, self.model_map)
 
     def __repr__(self) -> str:
         return f"Indexer({self.entry.name!r}, {self.dataset.name!r})"
+
+
+def latency_accounting(pipeline: Any) -> Callable[[], float]:
+    """Sum of `latency_seconds()` over the pipeline's parts: time a stage really costs but that a cache served
+    in this process (e.g. cached query generations, memoised encodings). Duck-typed, so any transformer can
+    declare it; the walk enters PyTerrier's operators (Compose, +, |, &), RRFusion and wrappers, each stage once."""
+    parts, stack, seen = [], [pipeline], set()
+    while stack:
+        t = stack.pop()
+        if id(t) in seen:  # a stage reused within one pipeline declares its time once
+            continue
+        seen.add(id(t))
+        if hasattr(t, "latency_seconds"):
+            parts.append(t)
+        stack.extend(getattr(t, "_transformers", None) or [])
+        stack.extend(getattr(t, "transformers", None) or [])  # pyterrier-alpha RRFusion
+        for attr in ("transformer", "left", "right"):  # wrappers; PyTerrier's +, |, & operators
+            inner = getattr(t, attr, None)
+            if inner is not None and inner is not t and hasattr(inner, "transform"):
+                stack.append(inner)
+    return lambda: sum(p.latency_seconds() for p in parts)
