@@ -1,5 +1,5 @@
 """The package's structure as tests: no import cycle between modules (function-level imports included), a stated
-concern per module, and the README's layout section listing every module."""
+concern per module, and the docs' generated Layout page listing every module."""
 
 from __future__ import annotations
 
