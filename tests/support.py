@@ -113,3 +113,18 @@ def _paper_datasets() -> list[str]:
 
 
 PAPER_DATASETS = _paper_datasets()  # every dataset of the paper's grid (Table A.2), CQADupStack as its 12 forums
+
+
+def docs_render():
+    """docs/gen/render.py, the generator of the docs site's generated pages (not a package: loaded by path)."""
+    import importlib.util
+    import sys
+
+    name = "irgrid_docs_render"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "docs" / "gen"
+                                                      / "render.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]

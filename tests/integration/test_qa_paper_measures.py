@@ -65,18 +65,19 @@ def test_replay_cli_equals_every_published_cell(tmp_path, published):
     cells = sorted({(m, s) for m, s, _ in results.index})
     expected = _published_long(published, cells)
     assert (results.reindex(expected.index) - expected).abs().max() <= 1e-9
-    # the 8 published cells without released answers are the README's 8 "-" cells
+    # the 8 published cells without released answers are the DisastQA page's 8 "-" cells
     missing = set(published.index) - set(cells)
     assert len(missing) == 8 and {s for _, s in missing} == {"golden", "mix"}
-    for (m, s), row in _readme_table().items():  # the README's paper-convention columns are these values
+    for (m, s), row in _readme_table().items():  # the page's paper-convention columns are these values
         if (m, s) in set(cells):
             assert row["ROUGE-L-paper"] == f"{results[(m, s, 'ROUGE-L-paper')]:.4f}"
             assert row["BLEU-4-paper"] == f"{results[(m, s, 'BLEU-4-paper')]:.4f}"
 
 
 def _readme_table() -> dict[tuple[str, str], dict[str, str]]:
-    """The README's replay table: per (reader, setting) the accuracy-paper and paper-convention cells."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    """The replay table on the docs' DisastQA page (docs/disastqa.md, moved there from the README): per (reader,
+    setting) the accuracy-paper and paper-convention cells."""
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "disastqa.md").read_text()
     out = {}
     for line in readme.splitlines():
         found = re.match(r"\| [^|]*\(`([^`]+)`\) \| (base|golden|mix) \|(.*)", line)
@@ -89,7 +90,7 @@ def _readme_table() -> dict[tuple[str, str], dict[str, str]]:
 
 
 def test_readme_table_shows_the_published_values(published):
-    """Every README row's accuracy-paper and paper-convention cells are the published values (4 decimals);
+    """Every DisastQA-page row's accuracy-paper and paper-convention cells are the published values (4 decimals);
     cells without released answers say so and name the published value."""
     table = _readme_table()
     assert set(table) == set(published.index)

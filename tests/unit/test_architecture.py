@@ -1,5 +1,5 @@
 """The package's structure as tests: no import cycle between modules (function-level imports included), a stated
-concern per module, and the README's layout section listing every module."""
+concern per module, and the docs' generated Layout page listing every module."""
 
 from __future__ import annotations
 
@@ -87,9 +87,10 @@ def test_every_module_states_its_concern(module):
     assert doc and len(doc.split("\n\n")[0]) >= 20, f"{module}: a module docstring that says what it is for"
 
 
-def test_readme_layout_lists_every_module():
-    text = (ROOT / "README.md").read_text()
-    section = text.split("\n## Layout", 1)[1].split("\n## ", 1)[0]
-    listed = set(re.findall(r"`(irgrid(?:\.\w+)*)`", section))
+def test_docs_layout_lists_every_module():
+    """The docs' Layout page (generated from the module docstrings and the layer contract) places every module."""
+    from support import docs_render
+
+    listed = set(re.findall(r"\[`(irgrid(?:\.\w+)*)`\]", docs_render().layout_page()))
     missing = sorted(set(_modules()) - listed)
-    assert not missing, f"README's Layout section misses {missing}"
+    assert not missing, f"the docs' Layout page misses {missing}"
