@@ -62,7 +62,7 @@ def test_list_shows_profile_differences_with_sources_without_torch():
             "main(['list', '--profiles', '--family', 'late-interaction', '--format', 'csv']); "
             "assert 'torch' not in sys.modules, 'irgrid list imported torch'")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert "query_template" in out and "'{text}'" in out and "src/encoders/dense_encoder.py@f8a7b63" in out
+    assert "query_template" in out and "'{text}'" in out and "src/encoders/dense_encoder.py@4bedb75" in out
     assert "doc_fields" in out and "MTEB retrieval corpus" in out
     assert "colbertv2,doc_max_length,300,180,valentinsvelev/retriever-evaluation:src/models/colbert.py" in out
 
