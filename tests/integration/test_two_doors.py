@@ -63,31 +63,33 @@ def doors(tmp_path_factory):
     from irgrid.store import Store
 
     mp = pytest.MonkeyPatch()
-    mp.setenv("IRGRID_TINY_MODELS", "1")
-    root = tmp_path_factory.mktemp("doors")
-    mp.setenv("IRGRID_CACHE", str(root / "cache"))
-    files = write_scifact_slice(root, n_queries=8, n_docs=150)
-    collection = {"name": "scifact-slice", **{k: str(root / v) for k, v in files.items()}}
-    exp = {"name": "doors", "collections": [collection], "datasets": ["scifact-slice"],
-           "retrievers": ["bm25-pisa", "all-minilm-l6-v2", *({"as": n, "pipeline": e} for n, e in FORMS.items())],
-           "measures": ["nDCG@10", "AP", "R@20"], "baseline": "bm25-pisa", "latency_sample": 0}
-    store = Store(root / "cache")
-    yaml_results = grid.run(from_dict(exp), out=root / "yaml", store=store, fail_fast=True)
-    ds = irgrid.dataset(collection)
-    builds = len(store.builds())
-    # door 2: irgrid.pipeline("EXPR", ds): the items' own cells (same keys: nothing computed anew)
-    base = {**exp, "retrievers": ["bm25-pisa", "all-minilm-l6-v2"]}
-    by_text = {n: irgrid.pipeline(e, ds) for n, e in FORMS.items() if n != "named"}
-    by_text["named"] = irgrid.pipeline(FORMS["named"], ds, names={"casc-dense": by_text["casc-dense"]})
-    text_results = grid.run(with_extra(from_dict(base), by_text, None), out=root / "text", store=store, fail_fast=True)
-    text_builds = len(store.builds()) - builds
-    # door 3: PyTerrier operators over the roles, keyed by the caller
-    ops = operators(ds)
-    op_results = grid.run(with_extra(from_dict(base), ops, {n: f"{n}-v1" for n in ops}), out=root / "ops",
-                          store=store, fail_fast=True)
-    yield {"root": root, "yaml": yaml_results, "text": text_results, "ops": op_results, "text_builds": text_builds,
-           "store": store, "ds": ds, "exp": exp}
-    mp.undo()
+    try:  # the environment is restored even when building the grids fails (no leak into later tests)
+        mp.setenv("IRGRID_TINY_MODELS", "1")
+        root = tmp_path_factory.mktemp("doors")
+        mp.setenv("IRGRID_CACHE", str(root / "cache"))
+        files = write_scifact_slice(root, n_queries=8, n_docs=150)
+        collection = {"name": "scifact-slice", **{k: str(root / v) for k, v in files.items()}}
+        exp = {"name": "doors", "collections": [collection], "datasets": ["scifact-slice"],
+               "retrievers": ["bm25-pisa", "all-minilm-l6-v2", *({"as": n, "pipeline": e} for n, e in FORMS.items())],
+               "measures": ["nDCG@10", "AP", "R@20"], "baseline": "bm25-pisa", "latency_sample": 0}
+        store = Store(root / "cache")
+        yaml_results = grid.run(from_dict(exp), out=root / "yaml", store=store, fail_fast=True)
+        ds = irgrid.dataset(collection)
+        builds = len(store.builds())
+        # door 2: irgrid.pipeline("EXPR", ds): the items' own cells (same keys: nothing computed anew)
+        base = {**exp, "retrievers": ["bm25-pisa", "all-minilm-l6-v2"]}
+        by_text = {n: irgrid.pipeline(e, ds) for n, e in FORMS.items() if n != "named"}
+        by_text["named"] = irgrid.pipeline(FORMS["named"], ds, names={"casc-dense": by_text["casc-dense"]})
+        text_results = grid.run(with_extra(from_dict(base), by_text, None), out=root / "text", store=store, fail_fast=True)
+        text_builds = len(store.builds()) - builds
+        # door 3: PyTerrier operators over the roles, keyed by the caller
+        ops = operators(ds)
+        op_results = grid.run(with_extra(from_dict(base), ops, {n: f"{n}-v1" for n in ops}), out=root / "ops",
+                              store=store, fail_fast=True)
+        yield {"root": root, "yaml": yaml_results, "text": text_results, "ops": op_results, "text_builds": text_builds,
+               "store": store, "ds": ds, "exp": exp}
+    finally:
+        mp.undo()
 
 
 def _run(root, out, name):
