@@ -22,7 +22,6 @@ stale index or run.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -43,14 +42,6 @@ TOPICS_FORMATS = {".tsv": "tsv", ".txt": "trec", ".trec": "trec", ".topics": "tr
 
 class CollectionError(Error, ValueError):
     pass
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()[:16]
 
 
 def _format(path: Path, given: Any, table: dict[str, str], role: str, where: str) -> str:
@@ -152,7 +143,9 @@ def build(item: Any, base: Path, where: str) -> ds_mod.Dataset:
     if bad:
         raise CollectionError(f"{where}: fields {bad} are not document fields; use title and/or text")
     measures = tuple(str(m) for m in (item.get("measures") or ("nDCG@10",)))
-    hashes = {role: _sha256(path) for role, path in paths.items()}
+    from irgrid.data import loaders
+
+    hashes = {role: loaders.file_sha(path) for role, path in paths.items()}
     _validate(paths, docs_format, topics_format, hashes, where, bool(item.get("allow_unjudged_qrels", False)))
     corpus = f"{name}@{hashes['docs'][:12]}"
 

@@ -573,13 +573,10 @@ _CHECKED: dict[tuple[str, str], float] = {}  # (home, id) -> when its copies wer
 
 
 def _sha16(path: Path) -> str:
-    import hashlib
+    """The staged copy's content key: the same 16-hex sha256 as every local input file (irgrid.data.loaders)."""
+    from irgrid.data.loaders import file_sha
 
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()[:16]
+    return file_sha(path)
 
 
 def _copy_hashed(source: Path, target: Path) -> str:
