@@ -149,10 +149,10 @@ class Dataset:
 
     def irds(self):
         """The ir_datasets Dataset (registered first when irgrid provides the loader)."""
-        return _irds_load(self)
+        return irds_load(self)
 
     def pt_dataset(self):
-        _irds_load(self)
+        irds_load(self)
         import pyterrier as pt
 
         return pt.get_dataset(f"irds:{self.irds_id}")
@@ -172,7 +172,7 @@ class Dataset:
         """Queries whose text is several fields joined with a space (paper 3.2: instructions appended)."""
         import pandas as pd
 
-        ds = _irds_load(self)
+        ds = irds_load(self)
         names = ds.queries_cls()._fields
         missing = [f for f in self.query_fields if f not in names]
         if missing:
@@ -196,7 +196,7 @@ class Dataset:
         return self if self.corpus == self.name else get(self.corpus)
 
     def docs_count(self) -> int:
-        return _irds_load(self.corpus_dataset()).docs_count()
+        return irds_load(self.corpus_dataset()).docs_count()
 
     def docs_available(self) -> tuple[bool, str]:
         """Whether the documents are on this machine, without downloading anything (for grid plans).
@@ -206,7 +206,7 @@ class Dataset:
         """
         corpus = self.corpus_dataset()
         try:
-            ds = _irds_load(corpus)
+            ds = irds_load(corpus)
         except Exception as e:  # a loader whose staged files are missing says so when built
             return False, str(e)
         if not ds.has_docs():
@@ -236,7 +236,7 @@ class Dataset:
 
     def docs(self) -> Iterator[dict[str, str]]:
         """Documents as {'docno', 'text'} with the configured fields joined ("flat", as in the paper)."""
-        ds = _irds_load(self.corpus_dataset())
+        ds = irds_load(self.corpus_dataset())
         if not ds.has_docs():
             raise DatasetError(f"dataset {self.corpus!r} has no documents (ir_datasets provides queries/qrels only)")
         names = ds.docs_cls()._fields
@@ -666,7 +666,7 @@ def is_download_failure(e: BaseException) -> bool:
         and e.errno != errno.ENOSPC
 
 
-def _irds_load(ds: Dataset | str) -> Any:
+def irds_load(ds: Dataset | str) -> Any:
     """ir_datasets.load for a catalog dataset, registering irgrid's loader with ir_datasets first when it has one
     (so `pt.get_dataset("irds:<id>")` serves it like any other)."""
     ensure_irds_home()

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from irgrid.report.analyses import _first_measure_values
+from irgrid.report.analyses import first_measure_values
 from irgrid.report.stored import Grid
 
 FAMILY_COLOURS = {"sparse": "#1f77b4", "expansion": "#2ca02c", "dense": "#d62728", "late-interaction": "#9467bd",
@@ -70,7 +70,7 @@ def figure1(grid: Grid, path: Path) -> Path:
     datasets = grid.datasets
     fig, axes = plt.subplots(1, len(datasets), figsize=(4.8 * len(datasets), 4.2), squeeze=False)
     families = grid.families()
-    first = _first_measure_values(grid)
+    first = first_measure_values(grid)
     lat, source = latencies(grid)
     lat = lat.set_index(["dataset", "system"])
     shown: set[str] = set()

@@ -38,7 +38,7 @@ LEGEND = ("Colours (Table 2 of the paper): blue = within 2 SE of the published r
           "result; an averaged column's SE is sqrt(Σ w² SE²) over its cells.")
 
 
-def _fmt(v: Any, digits: int = 3) -> str:
+def format_value(v: Any, digits: int = 3) -> str:
     if v is None or (isinstance(v, float) and (math.isnan(v))):
         return "–"
     if isinstance(v, float) and math.isinf(v):
