@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from irgrid import paper
 from irgrid.core import settings
 from irgrid.core.enums import NameEnum
+from irgrid.core.files import slug
+from irgrid.core.hashing import file_sha256
 from irgrid.core.registry import Registry, UnknownNameError, did_you_mean
 from irgrid.data import disastqa_ir
 from irgrid.data.errors import DatasetError
@@ -95,7 +97,7 @@ class Dataset:
 
     @property
     def slug(self) -> str:
-        return self.name.replace("/", "--")
+        return slug(self.name)
 
     def config(self) -> dict[str, Any]:
         """What changes a run on this dataset (queries, documents, policies)."""
@@ -459,7 +461,7 @@ def _seed(src: Path, dst: Path) -> None:
         old = manifest.get(rel)
         if old and old[:2] == [st.st_size, st.st_mtime_ns] and target.exists():
             continue  # unchanged since it was hashed and copied
-        sha = _sha16(path)
+        sha = file_sha256(path, 16)
         if not (old and old[2] == sha and target.exists()):
             if target.exists():
                 changed_dirs.add(target.parent)
@@ -544,7 +546,7 @@ def verify_staged_copy(irds_id: str) -> None:
             seen = None
         if seen is not None and _VERIFIED.get((str(home), rel)) == seen:
             continue
-        if seen is not None and _sha16(target) == entry[2]:
+        if seen is not None and file_sha256(target, 16) == entry[2]:
             _VERIFIED[(str(home), rel)] = seen
             continue
         source = staged / rel
@@ -572,19 +574,12 @@ RECHECK_SECONDS = 2.0
 _CHECKED: dict[tuple[str, str], float] = {}  # (home, id) -> when its copies were last found intact
 
 
-def _sha16(path: Path) -> str:
-    """The staged copy's content key: the same 16-hex sha256 as every local input file (irgrid.data.loaders)."""
-    from irgrid.data.loaders import file_sha
-
-    return file_sha(path)
-
-
 def _copy_hashed(source: Path, target: Path) -> str:
     """Copy through a temporary name (never a half-written copy under the real one); the hash of what was written."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     shutil.copyfile(source, tmp)
-    sha = _sha16(tmp)
+    sha = file_sha256(tmp, 16)
     os.replace(tmp, target)
     return sha
 

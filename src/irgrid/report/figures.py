@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from irgrid.core.hashing import file_sha256
 from irgrid.report.analyses import first_measure_values
 from irgrid.report.stored import Grid
 
@@ -17,12 +18,6 @@ OTHER_COLOUR = "#7f7f7f"
 LATENCY_FILE = "latency.csv"  # written by `irgrid run --latency` (irgrid.runner.latency)
 
 
-def _digest(path: Path) -> str:
-    import hashlib
-
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def latencies(grid: Grid) -> tuple[pd.DataFrame, str]:
     """Per (dataset, system): ms/query with its spread (lo, hi; NaN when there is none) and, in words, where the
     numbers come from: this grid's latency pass (one process, interleaved, warm) or each run's stored ms/query
@@ -30,7 +25,7 @@ def latencies(grid: Grid) -> tuple[pd.DataFrame, str]:
     path = grid.out / LATENCY_FILE
     lat, stale = (pd.read_csv(path) if path.exists() else None), ""
     if lat is not None and ("results_sha256" not in lat
-                            or set(lat["results_sha256"].astype(str)) != {_digest(grid.out / "results.csv")}):
+                            or set(lat["results_sha256"].astype(str)) != {file_sha256(grid.out / "results.csv")}):
         lat, stale = None, f"{LATENCY_FILE} here did not time this folder's grid (an earlier one): ignored; "
     if lat is not None:
         frame = lat.rename(columns={"median_ms": "ms", "min_ms": "lo", "max_ms": "hi"})[

@@ -100,9 +100,9 @@ def summarise(timings: pd.DataFrame, when: str) -> pd.DataFrame:
 def results_digest(out: Path) -> str:
     """sha256 of the grid's results.csv: ties a latency pass to the grid it timed (a later grid written to the same
     folder makes an old latency.csv stale, and the report then ignores it)."""
-    import hashlib
+    from irgrid.core.hashing import file_sha256
 
-    return hashlib.sha256((Path(out) / "results.csv").read_bytes()).hexdigest()
+    return file_sha256(Path(out) / "results.csv")
 
 
 def write(out: Path, timings: pd.DataFrame, summary: pd.DataFrame) -> list[Path]:
