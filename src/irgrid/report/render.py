@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from irgrid.core.markdown import markdown_table
 from irgrid.report import zscores as zscores_mod
 
 
@@ -54,10 +55,8 @@ def to_markdown(t: Table) -> str:
         text = f"**{text}**" if c.bold else text
         return f"_{text}_" if c.muted else text
 
-    lines = [f"### {t.title}", "", "| " + " | ".join(t.columns) + " |", "|" + "---|" * len(t.columns)]
-    lines += ["| " + " | ".join(cell(c).replace("|", "\\|") for c in row) + " |" for row in t.rows]
-    if not t.rows:
-        lines.append("| " + " | ".join(["–"] * len(t.columns)) + " |")
+    rows = [[cell(c) for c in row] for row in t.rows] or [["–"] * len(t.columns)]
+    lines = [f"### {t.title}", "", markdown_table(t.columns, rows, escape=True)]
     return "\n".join(lines + [""] + [f"{n}  " for n in t.notes]) + "\n"
 
 

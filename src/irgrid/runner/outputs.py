@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from irgrid.core import markdown as md
 from irgrid.core.errors import Error
 from irgrid.core.files import write_text_atomic
 from irgrid.core.hashing import config_hash, file_sha256
@@ -55,8 +56,7 @@ def markdown_table(results: pd.DataFrame, alpha: float = 0.05) -> str:
         measures = list(dict.fromkeys(block["measure"]))
         systems = list(dict.fromkeys(block["system"]))
         baseline = block["baseline"].iloc[0]
-        lines += [f"### {dataset}", "", "| system | " + " | ".join(measures) + " |",
-                  "|---|" + "---:|" * len(measures)]
+        rows = []
         for system in systems:
             cells = []
             for m in measures:
@@ -68,9 +68,8 @@ def markdown_table(results: pd.DataFrame, alpha: float = 0.05) -> str:
                 if str(r.get("beyond_depth")) == "True":
                     text += " †"
                 cells.append(text)
-            name = f"{system} (baseline)" if system == baseline else system
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
-        lines.append("")
+            rows.append([f"{system} (baseline)" if system == baseline else system, *cells])
+        lines += [f"### {dataset}", "", md.markdown_table(["system", *measures], rows, "l" + "r" * len(measures)), ""]
     lines.append(f"▲/▼: significantly better/worse than the baseline (corrected p < {alpha}).")
     deep = depth_note(results)
     if deep:
