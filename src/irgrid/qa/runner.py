@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from irgrid.core import settings
+from irgrid.core import settings, significance
 from irgrid.core.errors import Error
 from irgrid.core.files import write_text_atomic
 from irgrid.core.hashing import config_hash
@@ -434,7 +434,7 @@ def retrieval_quality(spec: QASpec, items: dict[str, pd.DataFrame], dataset, sto
                                  for r in ir_measures.iter_calc(parsed, qrels, run)])
             for m in parsed:
                 vals = perq[perq.measure == str(m)].set_index("qid")["value"].reindex(topics["qid"]).fillna(0.0)
-                lo, hi = measures.bootstrap_ci(vals.to_numpy(), b["samples"], b["seed"])
+                lo, hi = significance.bootstrap_ci(vals.to_numpy(), b["samples"], b["seed"])
                 rows.append({"retriever": name, "task": task, "dataset": dataset.name, "measure": str(m),
                              "value": float(vals.mean()), "ci_low": lo, "ci_high": hi, "n": int(len(vals)),
                              "docs": int(dataset.docs_count())})
