@@ -11,9 +11,9 @@ from pathlib import Path
 
 
 def slug(name: str) -> str:
-    """A dataset or corpus name as one folder or file name: "beir/scifact/test" -> "beir--scifact--test" (run
-    folders, qrels files, index and stage caches and report tables all name it so; `--` keeps it readable and
-    reversible, since names do not contain it)."""
+    """A dataset, corpus or model name as one folder or file name: "beir/scifact/test" -> "beir--scifact--test"
+    (run folders, qrels files, index, stage and model caches and report tables all name it so; `--` keeps it
+    readable and reversible, since names do not contain it)."""
     return name.replace("/", "--")
 
 
