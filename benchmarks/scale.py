@@ -557,16 +557,14 @@ def markdown(csv: Path, fit_csv: Path) -> str:
     import pandas as pd
 
     df, fits = pd.read_csv(csv), pd.read_csv(fit_csv)
-    out = ["| backend | docs | build s | docs/s | RSS build / peak MB | index MiB | p50 ms | p95 ms | q/s batch |",
-           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    from irgrid.core.markdown import markdown_table
+
     f = lambda v, fmt: "–" if pd.isna(v) else format(v, fmt)  # noqa: E731
-    for r in df.sort_values(["backend", "docs"]).itertuples():
-        out.append(f"| {r.backend} | {r.docs:,} | {f(r.build_s, '.1f')} | {f(r.docs_per_s, ',.0f')} | "
-                   f"{f(r.build_rss_mb, '.0f')} / {f(r.peak_rss_mb, '.0f')} | {r.index_bytes / 2**20:.1f} | "
-                   f"{f(getattr(r, 'p50_ms', float('nan')), '.2f')} | {f(getattr(r, 'p95_ms', float('nan')), '.2f')} | "
-                   f"{f(getattr(r, 'qps', float('nan')), ',.0f')} |")
-    out += ["", "| backend | build s: k, at 8.8M, at 37M | build RSS: k | index size: k, GiB at 8.8M | p50: k, ms at 8.8M |",
-            "| --- | --- | --- | --- | --- |"]
+    measured = [[r.backend, f"{r.docs:,}", f(r.build_s, ".1f"), f(r.docs_per_s, ",.0f"),
+                 f"{f(r.build_rss_mb, '.0f')} / {f(r.peak_rss_mb, '.0f')}", f"{r.index_bytes / 2**20:.1f}",
+                 f(getattr(r, "p50_ms", float("nan")), ".2f"), f(getattr(r, "p95_ms", float("nan")), ".2f"),
+                 f(getattr(r, "qps", float("nan")), ",.0f")] for r in df.sort_values(["backend", "docs"]).itertuples()]
+    grown = []
     for backend, g in fits.groupby("backend"):
         c = {row.cost: row for row in g.itertuples()}
         cell = lambda key, fmt, scale=1.0, c=c: (f"{c[key].exponent:.2f}, {c[key].at_msmarco / scale:{fmt}}"  # noqa: E731
@@ -574,8 +572,12 @@ def markdown(csv: Path, fit_csv: Path) -> str:
         build = (f"{c['build_s'].exponent:.2f}, {c['build_s'].at_msmarco / 3600:.2f} h, "
                  f"{c['build_s'].at_paper_grid / 3600:.2f} h") if "build_s" in c else "–"
         rss = f"{c['build_rss_mb'].exponent:.2f}" if "build_rss_mb" in c else "–"
-        out.append(f"| {backend} | {build} | {rss} | {cell('index_bytes', '.1f', 2**30)} | {cell('p50_ms', '.1f')} |")
-    return "\n".join(out)
+        grown.append([backend, build, rss, cell("index_bytes", ".1f", 2**30), cell("p50_ms", ".1f")])
+    return "\n".join([
+        markdown_table(["backend", "docs", "build s", "docs/s", "RSS build / peak MB", "index MiB", "p50 ms", "p95 ms",
+                        "q/s batch"], measured, "l" + "r" * 8, spaced=True), "",
+        markdown_table(["backend", "build s: k, at 8.8M, at 37M", "build RSS: k", "index size: k, GiB at 8.8M",
+                        "p50: k, ms at 8.8M"], grown, spaced=True)])
 
 
 def summary(rows: list[dict], fits: list[dict], wall: float) -> None:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import tomllib
 
+from irgrid.core import markdown as md
+
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "irgrid"
 PIPELINES = ROOT / "pipelines"
@@ -45,11 +47,10 @@ def _cell(text: str) -> str:
 def markdown_table(rows: list[dict[str, str]], code: tuple[str, ...] = ()) -> str:
     """A Markdown table of rows (first row's keys are the columns); columns in `code` are shown as code."""
     cols = list(rows[0])
-    lines = ["| " + " | ".join(cols) + " |", "| " + " | ".join("---" for _ in cols) + " |"]
-    for row in rows:
-        cells = [f"`{row[c]}`" if c in code and row[c] not in ("", "-") else _cell(str(row[c])) for c in cols]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    # cells escaped here, not by the renderer: a `|` inside a code span stays bare (Python-Markdown keeps it in the cell)
+    cells = [[f"`{row[c]}`" if c in code and row[c] not in ("", "-") else _cell(str(row[c])) for c in cols]
+             for row in rows]
+    return md.markdown_table(cols, cells, spaced=True) + "\n"
 
 
 def _csv_rows(text: str) -> list[dict[str, str]]:

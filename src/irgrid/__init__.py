@@ -82,7 +82,7 @@ def dataset(item: str | dict[str, Any], base: Any = ".") -> Any:
 
     from irgrid.data import byo
     from irgrid.runner.cell import dataset_of
-    from irgrid.runner.experiment import ExperimentError, _dataset
+    from irgrid.runner.experiment import ExperimentError, dataset_item
 
     if isinstance(item, dict) and "docs" in item:
         try:
@@ -90,7 +90,7 @@ def dataset(item: str | dict[str, Any], base: Any = ".") -> Any:
         except byo.CollectionError as e:
             raise ExperimentError(str(e)) from None
     if isinstance(item, dict):
-        return _dataset(item, "irgrid.dataset()", lambda name, where: dataset_of(name), "<python>")
+        return dataset_item(item, "irgrid.dataset()", lambda name, where: dataset_of(name), "<python>")
     return dataset_of(item)
 
 
@@ -107,7 +107,7 @@ def __getattr__(name: str) -> Any:
     if name in ("register_scorer", "SCORERS", "can_score"):
         from irgrid.runner import expressions
 
-        expressions._ensure_scorers()
+        expressions.ensure_scorers()
         return {"register_scorer": expressions.register_scorer, "SCORERS": expressions.SCORERS,
                 "can_score": expressions.can_score}[name]
     raise AttributeError(f"module 'irgrid' has no attribute {name!r}")

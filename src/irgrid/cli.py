@@ -37,6 +37,7 @@ def _shown(value) -> str:
 def cmd_profiles(entries, fmt: str, agreeing: bool = False) -> int:
     """Each entry's `paper` vs `card` settings where they differ (`agreeing`: all of them), side by side with their
     sources; per-dataset values as rows 'setting [dataset]'; where the paper's text differs from the code, a note."""
+    from irgrid.core.markdown import markdown_table
     from irgrid.core.profiles import differences, for_entry
 
     def profiles(r) -> dict:  # one entry shown alone: with the settings every paper profile shares (depth)
@@ -54,12 +55,10 @@ def cmd_profiles(entries, fmt: str, agreeing: bool = False) -> int:
             if not mine:
                 print("No differences: the paper's code and the card agree on every profiled setting.\n")
                 continue
-            print("| setting | paper | card | paper source | card source |\n| --- | --- | --- | --- | --- |")
-            for row in mine:
-                cells = [f"`{row['setting']}`", f"`{row['paper']}`", f"`{row['card']}`",
-                         row["paper_source"].removeprefix("valentinsvelev/retriever-evaluation:"),
-                         row["card_source"]]
-                print("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+            print(markdown_table(["setting", "paper", "card", "paper source", "card source"],
+                                 [[f"`{row['setting']}`", f"`{row['paper']}`", f"`{row['card']}`",
+                                   row["paper_source"].removeprefix("valentinsvelev/retriever-evaluation:"),
+                                   row["card_source"]] for row in mine], spaced=True, escape=True))
             print()
             for row in mine:
                 if row["note"]:

@@ -26,7 +26,7 @@ from irgrid.core.retrievers import Retriever
 from irgrid.data.datasets import Dataset, DatasetError, is_download_failure
 from irgrid.models import resolver as models_mod
 from irgrid.models.cache import release_all as release_models
-from irgrid.runner.cell import Cell, Failure, _disk_note, load_cell, resolve_models, run_cell
+from irgrid.runner.cell import Cell, Failure, disk_note, load_cell, resolve_models, run_cell
 from irgrid.runner.checks import beyond_depth, observed_depth, run_depth
 from irgrid.runner.experiment import ExperimentSpec
 from irgrid.runner.experiment import load as load_experiment
@@ -139,7 +139,7 @@ def _out_lock(out: Path):
         with locks.hold(out / OUT_LOCK, f"output folder {out}", timeout=0):
             yield
     except locks.LockTimeout:
-        holder = locks._holder(out / OUT_LOCK) or "another process"
+        holder = locks.lock_holder(out / OUT_LOCK) or "another process"
         raise OutputError(f"--out {out} is being written by another irgrid run ({holder}); wait for it or choose "
                           f"another --out") from None
 
@@ -261,7 +261,7 @@ def _data_error(dataset: Dataset, e: Exception) -> str:
     """In words: an offline download attempt becomes irgrid's staging hint instead of ir_datasets' traceback."""
     if isinstance(e, OSError) and e.errno == errno.ENOSPC:  # copying the staged home into a full cache
         return (f"no space left copying the staged collection of {dataset.name!r} into the cache "
-                f"({settings.irds_home()}){_disk_note(settings.irds_home())}")
+                f"({settings.irds_home()}){disk_note(settings.irds_home())}")
     if is_download_failure(e):
         return (f"the queries/qrels of {dataset.name!r} are not staged and could not be downloaded "
                 f"({type(e).__name__}). Stage the collection on a connected machine with ir_datasets and copy its "

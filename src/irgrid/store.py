@@ -25,8 +25,8 @@ from typing import Any
 
 from irgrid.core import locks, settings
 from irgrid.core.errors import Error
-from irgrid.core.files import atomic_dir, atomic_path, write_text_atomic
-from irgrid.core.hashing import config_hash
+from irgrid.core.files import atomic_dir, atomic_path, slug, write_text_atomic
+from irgrid.core.hashing import config_hash, file_sha256
 from irgrid.core.retrievers import IndexRecipe, Retriever
 from irgrid.data.datasets import Dataset, staged_fingerprint
 
@@ -48,16 +48,13 @@ def file_digest(path: Path, size: int | None = None) -> str:
     on every open; catches truncation, garbage and partial writes, not a flipped byte in the middle of a
     multi-GB index)."""
     size = path.stat().st_size if size is None else size
-    digest = hashlib.sha256()
+    if size <= FULL_HASH_BYTES:
+        return file_sha256(path)
+    digest = hashlib.sha256(b"sampled:%d:" % size)
     with path.open("rb") as f:
-        if size <= FULL_HASH_BYTES:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        else:
-            digest.update(b"sampled:%d:" % size)
-            digest.update(f.read(1 << 20))
-            f.seek(size - (1 << 20))
-            digest.update(f.read(1 << 20))
+        digest.update(f.read(1 << 20))
+        f.seek(size - (1 << 20))
+        digest.update(f.read(1 << 20))
     return digest.hexdigest()
 
 
@@ -208,7 +205,7 @@ class Store:
         if data:  # staged copies are keyed by their content (added only then: other keys stay as they were)
             config["data"] = data
         key = config_hash(config)
-        return self.root / "indexes" / corpus.corpus.replace("/", "--") / f"{recipe.name}-{key}"
+        return self.root / "indexes" / slug(corpus.corpus) / f"{recipe.name}-{key}"
 
     def index_ready(self, recipe: IndexRecipe, dataset: Dataset) -> bool:
         """Published and its files have the sizes its manifest lists (cheap: no hashing)."""
@@ -237,7 +234,7 @@ class Store:
         if data:
             config["data"] = data
         key = config_hash(config)
-        return self.root / "stages" / corpus.corpus.replace("/", "--") / f"{stage.name}-{key}.jsonl.gz"
+        return self.root / "stages" / slug(corpus.corpus) / f"{stage.name}-{key}.jsonl.gz"
 
     def write_stage(self, stage, dataset: Dataset, records) -> Path:
         """Stream records into the stage file; it appears under its final name only when complete."""

@@ -146,9 +146,9 @@ def test_fp16_autocast_keeps_fp32_weights_and_wraps_the_forward(tiny, monkeypatc
 
     import torch
 
-    from irgrid.dense.checkpoints import _torch_dtype
+    from irgrid.dense.checkpoints import dtype_of
 
-    assert _torch_dtype("fp16-autocast") == torch.float32
+    assert dtype_of("fp16-autocast") == torch.float32
     spec = spec_of(RETRIEVERS.get("contriever").with_profile("paper"))
     assert spec.dtype == "fp16-autocast"
     side = _side(spec)

@@ -181,7 +181,7 @@ def test_all_pairs_are_tested_and_corrected_together_and_bold_needs_every_pair(o
 
 def test_fusion_suggestions_skip_what_the_grid_fuses_and_say_where_they_were_chosen(own):
     from irgrid.report import failures
-    from irgrid.report.analyses import _first_measure_values
+    from irgrid.report.analyses import first_measure_values
     from irgrid.report.stored import load as load_grid
 
     report = own / "out" / "report"
@@ -197,7 +197,7 @@ def test_fusion_suggestions_skip_what_the_grid_fuses_and_say_where_they_were_cho
     # were the hard queries to differ, the suggestions would be every pair but the ones the grid fuses; without
     # the grid's fusions they would be exactly those (the top-10 cut is below 0.8 x the best AP)
     differing = jac.assign(jaccard=0.5)
-    first = _first_measure_values(g)
+    first = first_measure_values(g)
     kept = failures.fusion_suggestions(differing, g.families(), first, components=g.component_families(), fused=fused)
     assert kept.empty
     unfiltered = failures.fusion_suggestions(differing, g.families(), first, components=g.component_families())

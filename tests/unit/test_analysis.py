@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from irgrid.core import significance
 from irgrid.report import failures as an
 from irgrid.report import stats as stats_mod
 from irgrid.report import zscores as zscores_mod
@@ -16,20 +17,20 @@ from irgrid.report import zscores as zscores_mod
 
 def test_bootstrap_se_matches_the_ideal_bootstrap():
     # x = [0, 0, 1, 1]: the ideal bootstrap SE of the mean is the plug-in sd / sqrt(n) = 0.5 / 2 = 0.25
-    se = stats_mod.bootstrap_se([0, 0, 1, 1], n_resamples=20000, seed=1)
+    se = significance.bootstrap_se([0, 0, 1, 1], n_resamples=20000, seed=1)
     assert se == pytest.approx(0.25, abs=0.005)
     # x = [0, 1]: resampled means are 0, .5, .5, 1 with equal probability: var = 1/8, SE = 0.35355
-    assert stats_mod.bootstrap_se([0, 1], n_resamples=20000, seed=2) == pytest.approx(math.sqrt(1 / 8), abs=0.006)
+    assert significance.bootstrap_se([0, 1], n_resamples=20000, seed=2) == pytest.approx(math.sqrt(1 / 8), abs=0.006)
 
 
 def test_bootstrap_se_is_seeded_and_degenerate_cases_are_exact():
     x = np.linspace(0, 1, 50) ** 2
-    assert stats_mod.bootstrap_se(x, seed=7) == stats_mod.bootstrap_se(x, seed=7)
-    assert stats_mod.bootstrap_se(x, seed=7) != stats_mod.bootstrap_se(x, seed=8)
-    assert stats_mod.bootstrap_se([0.4] * 10) == 0.0
-    assert math.isnan(stats_mod.bootstrap_se([]))
+    assert significance.bootstrap_se(x, seed=7) == significance.bootstrap_se(x, seed=7)
+    assert significance.bootstrap_se(x, seed=7) != significance.bootstrap_se(x, seed=8)
+    assert significance.bootstrap_se([0.4] * 10) == 0.0
+    assert math.isnan(significance.bootstrap_se([]))
     # B = 1000 is within Monte-Carlo error (~1/sqrt(2B) relative) of the plug-in value
-    assert stats_mod.bootstrap_se(x, n_resamples=1000, seed=0) == pytest.approx(x.std(ddof=0) / math.sqrt(len(x)), rel=0.08)
+    assert significance.bootstrap_se(x, n_resamples=1000, seed=0) == pytest.approx(x.std(ddof=0) / math.sqrt(len(x)), rel=0.08)
 
 
 # -- Δσ and the paper ---------------------------------------------------------------------------------------

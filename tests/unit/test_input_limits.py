@@ -94,6 +94,7 @@ def test_trec_topics_cut_mid_topic_are_refused_with_the_line(tmp_path):
 
 
 def test_title_only_trec_topics_are_read(tmp_path, caplog):
+    from irgrid.core.hashing import file_sha256
     from irgrid.data import byo, loaders
 
     with pytest.raises(ExperimentError, match="no <num>"):  # the files in place (the collection is refused)
@@ -103,7 +104,7 @@ def test_title_only_trec_topics_are_read(tmp_path, caplog):
     paths = {role: data / name for role, name in (("docs", "docs.tsv"), ("topics", "topics.trec"),
                                                   ("qrels", "qrels.txt"))}
     # load()'s own checks, without its last step (which opens ir_datasets: the integration tier's)
-    hashes = {r: loaders.file_sha(p) for r, p in paths.items()}
+    hashes = {r: file_sha256(p, 16) for r, p in paths.items()}
     with pytest.raises(byo.CollectionError, match=r"1 of 3 query ids judged in .*qrels.txt are not in .*topics.trec"):
         byo._validate(paths, "tsv", "trec", hashes, "collections[0]")  # qrels judge query 3, the topics stop at 2
     byo._validate(paths, "tsv", "trec", hashes, "collections[0]", allow_unjudged_qrels=True)

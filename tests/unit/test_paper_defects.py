@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from irgrid import measures, paper
-from irgrid.report import stats as stats_mod
+from irgrid.core import significance
 from irgrid.report import zscores as zscores_mod
 
 # the paper's tables as shipped with irgrid (tests/integration/test_analysis_grid.py checks they are the shared ones)
@@ -159,7 +159,7 @@ def test_2_column_se_equals_the_papers_bootstrap_of_the_nested_mean():
     col = paper.column("2", "beir_ndcg@10")
     rng = np.random.default_rng(7)
     perq = {(d, m): rng.beta(2, 3, size=int(rng.integers(30, 120))) for names, m in col.components for d in names[:1]}
-    ses = {k: stats_mod.bootstrap_se(v) for k, v in perq.items()}
+    ses = {k: significance.bootstrap_se(v) for k, v in perq.items()}
     ours = col.se(ses)
     weights = [w for _, _, w in col.weights()]
     boot = np.random.default_rng(42)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
+from irgrid.core import significance
 from irgrid.qa import answer_measures as measures
 from irgrid.qa import evidence
 from irgrid.qa import reader_prompts as prompts
@@ -63,12 +65,13 @@ def test_rouge_bleu_by_hand():
 
 
 def test_statistics_by_hand():
-    assert measures.mcnemar_exact([1, 1, 1, 1, 1, 0], [0, 0, 0, 0, 0, 0]) == pytest.approx(2 * 0.5 ** 5)
-    assert measures.mcnemar_exact([1, 0], [1, 0]) == 1.0
-    assert measures.bootstrap_ci([0.5, 0.5, 0.5]) == (0.5, 0.5)
-    lo, hi = measures.bootstrap_ci([0, 1] * 50, samples=500, seed=1)
-    assert lo < 0.5 < hi and measures.bootstrap_ci([0, 1] * 50, samples=500, seed=1) == (lo, hi)
-    assert measures.correct([0.01, 0.04, None], "holm") == [pytest.approx(0.02), pytest.approx(0.04), None]
+    assert significance.mcnemar_exact([1, 1, 1, 1, 1, 0], [0, 0, 0, 0, 0, 0]) == pytest.approx(2 * 0.5 ** 5)
+    assert significance.mcnemar_exact([1, 0], [1, 0]) == 1.0
+    assert significance.bootstrap_ci([0.5, 0.5, 0.5]) == (0.5, 0.5)
+    lo, hi = significance.bootstrap_ci([0, 1] * 50, samples=500, seed=1)
+    assert lo < 0.5 < hi and significance.bootstrap_ci([0, 1] * 50, samples=500, seed=1) == (lo, hi)
+    corrected = significance.correct([0.01, 0.04, None], "holm")  # no test (None): NaN, outside the family
+    assert corrected[:2].tolist() == [pytest.approx(0.02), pytest.approx(0.04)] and np.isnan(corrected[2])
     assert measures.paired_p([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], "t", binary=False) == 1.0
 
 

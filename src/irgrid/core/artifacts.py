@@ -101,6 +101,8 @@ def file_url_resolver(parsed: ParseResult) -> str:
     import pyterrier as pt
     from lz4.frame import LZ4FrameFile
 
+    from irgrid.core.hashing import file_sha256
+
     path = Path(unquote(parsed.path))
     if path.is_dir():
         return str(path)
@@ -112,12 +114,9 @@ def file_url_resolver(parsed: ParseResult) -> str:
     info = path.with_name(path.name + ".json")
     expected = json.loads(info.read_text()).get("expected_sha256") if info.exists() else None
     if expected:
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        if digest.hexdigest() != expected.lower():
-            raise ValueError(f"{parsed.geturl()}: the package's sha256 is {digest.hexdigest()}, its {info.name} "
+        actual = file_sha256(path)
+        if actual != expected.lower():
+            raise ValueError(f"{parsed.geturl()}: the package's sha256 is {actual}, its {info.name} "
                              f"says {expected}: a damaged or replaced file; package the artifact again (to_url)")
     target.parent.mkdir(parents=True, exist_ok=True)
     with pt.io.finalized_directory(str(target)) as out, open(path, "rb") as raw, LZ4FrameFile(raw) as lz4, \

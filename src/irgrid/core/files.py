@@ -10,6 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
+def slug(name: str) -> str:
+    """A dataset, corpus or model name as one folder or file name: "beir/scifact/test" -> "beir--scifact--test"
+    (run folders, qrels files, index, stage and model caches and report tables all name it so; `--` keeps it
+    readable and reversible, since names do not contain it)."""
+    return name.replace("/", "--")
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path beside `path`; it replaces `path` only if the block finishes.

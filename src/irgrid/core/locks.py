@@ -43,7 +43,7 @@ def hold(path: str | os.PathLike, what: str, timeout: float | None = None) -> It
     try:
         lock.acquire(timeout=0)
     except Timeout:
-        holder = _holder(path)
+        holder = lock_holder(path)
         log.info("waiting for %s: being built by %s", what, holder or "another job")
         start = time.monotonic()
         try:
@@ -84,7 +84,7 @@ def _write_holder(path: Path) -> None:
         pass
 
 
-def _holder(path: Path) -> str:
+def lock_holder(path: Path) -> str:
     try:
         return _holder_file(path).read_text().strip()
     except OSError:

@@ -1,7 +1,11 @@
-"""Paired significance tests over per-query scores, as IR evaluation uses them: Student's t and Wilcoxon (scipy, as
-`pt.Experiment` runs them), the paired randomization (permutation) test of Smucker, Allan & Carterette (CIKM 2007)
-and the paired bootstrap test (Efron & Tibshirani 1993, Sec. 16.4; Sakai, SIGIR 2006), each with a fixed seed and a
-stated number of resamples, and multiple-testing correction (statsmodels, as PyTerrier applies it).
+"""irgrid's one statistics module, used by the grid (pt.Experiment's tests), the report and DisastQA alike.
+
+Paired significance tests over per-query (or per-item) scores, as IR evaluation uses them: Student's t and Wilcoxon
+(scipy, as `pt.Experiment` runs them), the paired randomization (permutation) test of Smucker, Allan & Carterette
+(CIKM 2007), the paired bootstrap test (Efron & Tibshirani 1993, Sec. 16.4; Sakai, SIGIR 2006), each with a fixed
+seed and a stated number of resamples, and the exact McNemar test for paired binary outcomes; the bootstrap
+confidence interval and standard error of a mean (scipy); multiple-testing correction (statsmodels, as PyTerrier
+applies it).
 
 PyTerrier has no randomization or bootstrap test; `pt.Experiment` takes any `(x, y) -> (statistic, p)` callable,
 so `PairedTest` is one and PyTerrier still pairs the queries and applies the correction. The randomization test is
@@ -25,6 +29,8 @@ DEFAULT_RESAMPLES = 10_000
 DEFAULT_SEED = 0
 CORRECTIONS = ("bonferroni", "holm", "holm-sidak", "hs", "sidak", "simes-hochberg", "fdr_bh", "fdr_by", "none")
 COMPARISONS = ("baseline", "all-pairs")
+BOOTSTRAP_B = 1000  # resamples of the bootstrap of a mean (report SEs and CIs, QA CIs)
+BOOTSTRAP_SEED = 0
 _BATCH_VALUES = 1 << 22  # resamples x queries held at once (32 MiB of float64)
 
 
@@ -152,11 +158,59 @@ class PairedTest:
         return f"paired bootstrap test ({self.resamples:,} resamples, seed {self.seed})"
 
 
-def correct(pvalues: Sequence[float], method: str | None, alpha: float = 0.05) -> np.ndarray:
+def mcnemar_exact(a: Sequence[float], b: Sequence[float]) -> float:
+    """Exact McNemar p-value for paired binary outcomes (two-sided binomial test on the discordant pairs)."""
+    from scipy.stats import binomtest
+
+    x, y = np.asarray(a) > 0.5, np.asarray(b) > 0.5
+    n01, n10 = int(np.sum(~x & y)), int(np.sum(x & ~y))
+    if n01 + n10 == 0:
+        return 1.0
+    return float(binomtest(n01, n01 + n10, 0.5).pvalue)
+
+
+def bootstrap_mean(values: Sequence[float] | np.ndarray, n_resamples: int = BOOTSTRAP_B,
+                   seed: int | Sequence[int] = BOOTSTRAP_SEED, confidence: float = 0.95) -> Any:
+    """The one bootstrap of a mean in irgrid (the report's SEs and CIs, QA's CIs): items resampled with
+    replacement from a seeded generator by scipy.stats.bootstrap (percentile method), or None for an empty or
+    constant sample, which scipy refuses."""
+    from scipy.stats import bootstrap
+
+    x = np.asarray(values, dtype=float)
+    if len(x) < 2 or np.all(x == x[0]):
+        return None
+    return bootstrap((x,), np.mean, n_resamples=n_resamples, vectorized=True, method="percentile",
+                     confidence_level=confidence, rng=np.random.default_rng(seed))
+
+
+def bootstrap_se(values: Sequence[float] | np.ndarray, n_resamples: int = BOOTSTRAP_B,
+                 seed: int | Sequence[int] = BOOTSTRAP_SEED) -> float:
+    """Bootstrap standard error of the mean of per-query values: the standard deviation (ddof=1) of the B
+    resampled means, i.e. Efron and Tibshirani's SE_boot as used for the paper's Δσ (0 for a constant sample)."""
+    res = bootstrap_mean(values, n_resamples, seed)
+    if res is None:
+        return 0.0 if len(values) else math.nan
+    return float(res.standard_error)
+
+
+def bootstrap_ci(values: Sequence[float], samples: int = BOOTSTRAP_B, seed: int = BOOTSTRAP_SEED,
+                 alpha: float = 0.05) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean (`bootstrap_mean`); the value itself for one item or equal
+    items, NaN for none."""
+    v = np.asarray(values, dtype=float)
+    if len(v) == 0:
+        return (float("nan"), float("nan"))
+    res = bootstrap_mean(v, samples, seed, confidence=1 - alpha)
+    if res is None:  # one item, or all equal: the interval is the value itself
+        return (float(v[0]), float(v[0]))
+    return (float(res.confidence_interval.low), float(res.confidence_interval.high))
+
+
+def correct(pvalues: Sequence[float | None], method: str | None, alpha: float = 0.05) -> np.ndarray:
     """Corrected p-values of one family of tests (statsmodels' multipletests, as PyTerrier applies it); `none` or
-    None leaves them as they are. NaNs stay NaN and are not counted in the family."""
+    None leaves them as they are. NaNs (and Nones: no test) stay NaN and are not counted in the family."""
     p = np.asarray(pvalues, dtype=float)
-    if method in (None, "none") or len(p) == 0:
+    if not method or method == "none" or len(p) == 0:
         return p.copy()
     from statsmodels.stats.multitest import multipletests
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from irgrid.core.errors import Error
+from irgrid.core.hashing import file_sha256
 from irgrid.core.schema import Key, Schema
 from irgrid.data import datasets as ds_mod
 
@@ -143,9 +144,7 @@ def build(item: Any, base: Path, where: str) -> ds_mod.Dataset:
     if bad:
         raise CollectionError(f"{where}: fields {bad} are not document fields; use title and/or text")
     measures = tuple(str(m) for m in (item.get("measures") or ("nDCG@10",)))
-    from irgrid.data import loaders
-
-    hashes = {role: loaders.file_sha(path) for role, path in paths.items()}
+    hashes = {role: file_sha256(path, 16) for role, path in paths.items()}
     _validate(paths, docs_format, topics_format, hashes, where, bool(item.get("allow_unjudged_qrels", False)))
     corpus = f"{name}@{hashes['docs'][:12]}"
 

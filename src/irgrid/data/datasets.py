@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from irgrid import paper
 from irgrid.core import settings
 from irgrid.core.enums import NameEnum
+from irgrid.core.files import slug
+from irgrid.core.hashing import file_sha256
 from irgrid.core.registry import Registry, UnknownNameError, did_you_mean
 from irgrid.data import disastqa_ir
 from irgrid.data.errors import DatasetError
@@ -95,7 +97,7 @@ class Dataset:
 
     @property
     def slug(self) -> str:
-        return self.name.replace("/", "--")
+        return slug(self.name)
 
     def config(self) -> dict[str, Any]:
         """What changes a run on this dataset (queries, documents, policies)."""
@@ -149,10 +151,10 @@ class Dataset:
 
     def irds(self):
         """The ir_datasets Dataset (registered first when irgrid provides the loader)."""
-        return _irds_load(self)
+        return irds_load(self)
 
     def pt_dataset(self):
-        _irds_load(self)
+        irds_load(self)
         import pyterrier as pt
 
         return pt.get_dataset(f"irds:{self.irds_id}")
@@ -172,7 +174,7 @@ class Dataset:
         """Queries whose text is several fields joined with a space (paper 3.2: instructions appended)."""
         import pandas as pd
 
-        ds = _irds_load(self)
+        ds = irds_load(self)
         names = ds.queries_cls()._fields
         missing = [f for f in self.query_fields if f not in names]
         if missing:
@@ -196,7 +198,7 @@ class Dataset:
         return self if self.corpus == self.name else get(self.corpus)
 
     def docs_count(self) -> int:
-        return _irds_load(self.corpus_dataset()).docs_count()
+        return irds_load(self.corpus_dataset()).docs_count()
 
     def docs_available(self) -> tuple[bool, str]:
         """Whether the documents are on this machine, without downloading anything (for grid plans).
@@ -206,7 +208,7 @@ class Dataset:
         """
         corpus = self.corpus_dataset()
         try:
-            ds = _irds_load(corpus)
+            ds = irds_load(corpus)
         except Exception as e:  # a loader whose staged files are missing says so when built
             return False, str(e)
         if not ds.has_docs():
@@ -236,7 +238,7 @@ class Dataset:
 
     def docs(self) -> Iterator[dict[str, str]]:
         """Documents as {'docno', 'text'} with the configured fields joined ("flat", as in the paper)."""
-        ds = _irds_load(self.corpus_dataset())
+        ds = irds_load(self.corpus_dataset())
         if not ds.has_docs():
             raise DatasetError(f"dataset {self.corpus!r} has no documents (ir_datasets provides queries/qrels only)")
         names = ds.docs_cls()._fields
@@ -459,7 +461,7 @@ def _seed(src: Path, dst: Path) -> None:
         old = manifest.get(rel)
         if old and old[:2] == [st.st_size, st.st_mtime_ns] and target.exists():
             continue  # unchanged since it was hashed and copied
-        sha = _sha16(path)
+        sha = file_sha256(path, 16)
         if not (old and old[2] == sha and target.exists()):
             if target.exists():
                 changed_dirs.add(target.parent)
@@ -544,7 +546,7 @@ def verify_staged_copy(irds_id: str) -> None:
             seen = None
         if seen is not None and _VERIFIED.get((str(home), rel)) == seen:
             continue
-        if seen is not None and _sha16(target) == entry[2]:
+        if seen is not None and file_sha256(target, 16) == entry[2]:
             _VERIFIED[(str(home), rel)] = seen
             continue
         source = staged / rel
@@ -572,19 +574,12 @@ RECHECK_SECONDS = 2.0
 _CHECKED: dict[tuple[str, str], float] = {}  # (home, id) -> when its copies were last found intact
 
 
-def _sha16(path: Path) -> str:
-    """The staged copy's content key: the same 16-hex sha256 as every local input file (irgrid.data.loaders)."""
-    from irgrid.data.loaders import file_sha
-
-    return file_sha(path)
-
-
 def _copy_hashed(source: Path, target: Path) -> str:
     """Copy through a temporary name (never a half-written copy under the real one); the hash of what was written."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     shutil.copyfile(source, tmp)
-    sha = _sha16(tmp)
+    sha = file_sha256(tmp, 16)
     os.replace(tmp, target)
     return sha
 
@@ -666,7 +661,7 @@ def is_download_failure(e: BaseException) -> bool:
         and e.errno != errno.ENOSPC
 
 
-def _irds_load(ds: Dataset | str) -> Any:
+def irds_load(ds: Dataset | str) -> Any:
     """ir_datasets.load for a catalog dataset, registering irgrid's loader with ir_datasets first when it has one
     (so `pt.get_dataset("irds:<id>")` serves it like any other)."""
     ensure_irds_home()

@@ -31,6 +31,7 @@ from ir_datasets.formats import (
 )
 from ir_datasets.util import LocalDownload
 
+from irgrid.core.hashing import file_sha256
 from irgrid.data.errors import DatasetError
 
 QREL_DEFS = {0: "not relevant", 1: "relevant", 2: "highly relevant"}
@@ -252,23 +253,12 @@ class InputError(DatasetError, ValueError):
     """A local input file is malformed; the message names the file and the line."""
 
 
-def file_sha(path: Path) -> str:
-    """The content key of a local input file (16 hex chars of sha256, as `irgrid.data.byo` records it)."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()[:16]
-
-
 def _unchanged(path: Path, expected: str | None, role: str) -> None:
     """Refuse a file whose bytes differ from those hashed when the experiment was loaded: its cached index or
     run would otherwise be stored under the old content's key."""
     if expected is None:
         return
-    actual = file_sha(path)
+    actual = file_sha256(path, 16)
     if actual != expected:
         raise InputError(f"{role} file {path} changed since the experiment was loaded (content {expected} -> "
                          f"{actual}); nothing was cached from it. Run the experiment again to use the new file")

@@ -41,7 +41,7 @@ def _read_state(folder: Path, prefix: str) -> dict[str, Any]:
     return out
 
 
-def _st_dense_layers(folder: Path) -> list[Any]:
+def st_dense_layers(folder: Path) -> list[Any]:
     """The sentence-transformers Dense modules after pooling (GTR, EmbeddingGemma, INSTRUCTOR), in order."""
     import torch
 
@@ -67,7 +67,7 @@ def _st_dense_layers(folder: Path) -> list[Any]:
     return layers
 
 
-def _torch_dtype(name: str) -> Any:
+def dtype_of(name: str) -> Any:
     import torch
 
     # fp16-autocast keeps fp32 weights; the forward pass runs under torch.autocast (SideModel.forward)
@@ -83,7 +83,7 @@ def _estimate_params(config: Any) -> int:
     return n * (4 * h * h + 3 * h * ffn) + vocab * h
 
 
-def _make_bidirectional(model: Any) -> None:
+def make_bidirectional(model: Any) -> None:
     """Remove a decoder's causal mask (LLM2Vec, NV-Embed, GritLM's embedding mode)."""
     for m in model.modules():
         if hasattr(m, "is_causal"):

@@ -14,10 +14,10 @@ import numpy as np
 
 from irgrid.dense.checkpoints import (
     LoadRequest,
-    _make_bidirectional,
-    _st_dense_layers,
-    _torch_dtype,
+    dtype_of,
     load_checkpoint,
+    make_bidirectional,
+    st_dense_layers,
 )
 from irgrid.dense.spec import EncoderSpec
 
@@ -39,7 +39,7 @@ class SideModel:
         folder = Path(resolved.location) if resolved.source != "hub" else None
         cuda = device.startswith("cuda")
         self.dtype_name = spec.dtype if cuda else "fp32"
-        dtype = _torch_dtype(self.dtype_name)
+        dtype = dtype_of(self.dtype_name)
         what = f"{spec.name} ({'query' if side == 'q' else 'document'} side) from {resolved.ref}"
         strict = {"what": what, "allow_missing": spec.allow_missing, "allow_unexpected": spec.allow_unexpected}
         kw: dict[str, Any] = dict(resolved.kwargs())
@@ -54,9 +54,9 @@ class SideModel:
         request = LoadRequest(spec, side, resolved, folder, dtype, kw, strict, cuda, what)
         loaded = load_checkpoint(request)
         model, self.head = loaded.model, loaded.head
-        self.dense = loaded.dense if loaded.dense is not None else (_st_dense_layers(folder) if folder else [])
+        self.dense = loaded.dense if loaded.dense is not None else (st_dense_layers(folder) if folder else [])
         if spec.bidirectional:
-            _make_bidirectional(model)
+            make_bidirectional(model)
         if spec.adapters is not None and resolved.source != "tiny":
             adapter = spec.adapters[0 if side == "q" else 1]
             if not hasattr(model, "set_adapter"):

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from irgrid.core.errors import Error
+from irgrid.core.files import slug
 from irgrid.core.modelref import ModelRef, Resolved
 
 
@@ -50,7 +51,7 @@ def _gguf_folder(model_id: str, check_only: bool = False) -> tuple[str, Path] | 
     from irgrid.core import settings
     from irgrid.core.files import atomic_dir
 
-    folder = settings.cache_root() / "models" / f"{model_id.replace('/', '--')}-{dist}-gguf"
+    folder = settings.cache_root() / "models" / f"{slug(model_id)}-{dist}-gguf"
     if not check_only and not (folder / "config.json").exists():
         from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from irgrid.core import settings
-from irgrid.core.files import atomic_dir
+from irgrid.core.files import atomic_dir, slug
 from irgrid.core.hashing import config_hash
 
 VOCAB = 30522
@@ -103,7 +103,7 @@ def tiny_folder(model_id: str, arch: str, parts: tuple[tuple[str, Any], ...] = (
     if arch not in ARCHITECTURES:
         raise ValueError(f"no tiny architecture {arch!r} (for {model_id}); known: {', '.join(sorted(ARCHITECTURES))}")
     key = config_hash({"id": model_id, "arch": arch, "parts": [list(p) for p in parts], "v": 1})
-    folder = settings.cache_root() / "tiny-models" / f"{model_id.replace('/', '--')}-{arch}-{key}"
+    folder = settings.cache_root() / "tiny-models" / f"{slug(model_id)}-{arch}-{key}"
     if not build or (folder / "tiny.json").exists():
         return folder
     with atomic_dir(folder) as tmp:

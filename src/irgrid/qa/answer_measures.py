@@ -1,5 +1,6 @@
 """QA measures: multiple-choice accuracy, open-ended ROUGE-L / BLEU-4 / BERTScore-F1 and an AUTOMATIC key-point
-coverage, plus bootstrap confidence intervals and paired tests between settings.
+coverage, plus per-group means with bootstrap confidence intervals and paired tests between settings (the statistics
+are irgrid.core.significance's, as the report's are).
 
 Key-point coverage here is automatic, not the paper's protocol (human judges decide, for each gold key point,
 whether the answer entails it). Two automatic judges are offered:
@@ -30,6 +31,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from irgrid.core import significance
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
@@ -231,61 +234,17 @@ def coverage(decisions: Sequence[bool]) -> float:
 
 
 # -- statistics ---------------------------------------------------------------------------------------------------
-def bootstrap_ci(values: Sequence[float], samples: int = 1000, seed: int = 0, alpha: float = 0.05
-                 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean (items resampled with replacement, fixed seed): the same
-    bootstrap as the retrieval side's standard errors (`irgrid.report.stats.bootstrap_mean`)."""
-    from irgrid.report.stats import bootstrap_mean
-
-    v = np.asarray(values, dtype=float)
-    if len(v) == 0:
-        return (float("nan"), float("nan"))
-    res = bootstrap_mean(v, samples, seed, confidence=1 - alpha)
-    if res is None:  # one item, or all equal: the interval is the value itself
-        return (float(v[0]), float(v[0]))
-    return (float(res.confidence_interval.low), float(res.confidence_interval.high))
-
-
-def mcnemar_exact(a: Sequence[float], b: Sequence[float]) -> float:
-    """Exact McNemar p-value for paired binary outcomes (two-sided binomial test on the discordant pairs)."""
-    from scipy.stats import binomtest
-
-    a, b = np.asarray(a) > 0.5, np.asarray(b) > 0.5
-    n01, n10 = int(np.sum(~a & b)), int(np.sum(a & ~b))
-    if n01 + n10 == 0:
-        return 1.0
-    return float(binomtest(n01, n01 + n10, 0.5).pvalue)
-
-
 def paired_p(a: Sequence[float], b: Sequence[float], test: str, binary: bool) -> float | None:
-    """p-value of a paired test between two settings on the same items (None when undefined)."""
+    """p-value of a paired test between two settings on the same items (None when undefined): exact McNemar for
+    binary outcomes, else `test` (t or wilcoxon), all from irgrid.core.significance as the grid's tests are."""
     if len(a) != len(b) or len(a) < 2:
         return None
     if binary:
-        return mcnemar_exact(a, b)
-    from scipy import stats
-
+        return significance.mcnemar_exact(a, b)
     diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     if np.allclose(diff, 0):
         return 1.0
-    if test == "wilcoxon":
-        return float(stats.wilcoxon(a, b).pvalue)
-    return float(stats.ttest_rel(a, b).pvalue)
-
-
-def correct(pvalues: Sequence[float | None], method: str | None) -> list[float | None]:
-    """Multiple-testing correction over one family (statsmodels names); None entries stay None."""
-    if not method:
-        return list(pvalues)
-    from statsmodels.stats.multitest import multipletests
-
-    idx = [i for i, p in enumerate(pvalues) if p is not None and not np.isnan(p)]
-    out: list[float | None] = list(pvalues)
-    if idx:
-        adjusted = multipletests([pvalues[i] for i in idx], method=method)[1]
-        for i, p in zip(idx, adjusted):
-            out[i] = float(p)
-    return out
+    return significance.PairedTest(test)(a, b)[1]
 
 
 def summarize(df: pd.DataFrame, value: str, by: list[str], samples: int, seed: int) -> pd.DataFrame:
@@ -293,7 +252,7 @@ def summarize(df: pd.DataFrame, value: str, by: list[str], samples: int, seed: i
     rows = []
     for key, g in df.groupby(by, sort=False):
         key = key if isinstance(key, tuple) else (key,)
-        lo, hi = bootstrap_ci(g[value].to_numpy(), samples, seed)
+        lo, hi = significance.bootstrap_ci(g[value].to_numpy(), samples, seed)
         rows.append({**dict(zip(by, key)), "value": float(g[value].mean()), "ci_low": lo, "ci_high": hi,
                      "n": int(len(g))})
     return pd.DataFrame(rows)

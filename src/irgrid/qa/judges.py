@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from irgrid.core.markdown import markdown_table
 from irgrid.qa.answer_measures import sentences
 
 SCORERS = ("lexical", "embedding", "hybrid")
@@ -523,19 +524,20 @@ def validation_markdown(result: dict[str, Any]) -> str:
              "Held-out (leave-one-reader-out) agreement of reader x setting cell means: the judge chosen on the "
              "other readers, per objective, and the setting-only baseline (each held-out cell predicted by its "
              "setting's mean label over the other readers). Per-answer agreement is not claimed.",
-             "", "| objective | candidates | default (all readers) | cell Kendall tau | cell Pearson | cell MAE (pp) |",
-             "|---|---|---|---:|---:|---:|"]
+             ""]
+    rows = []
     for key, r in result["cv"].items():
         objective, group = key.split("|")
         d, a = r["default"], r["held_out"]
         scorer, _, units = d["scorer"].partition("/")
         name = Judge(scorer, d["threshold"], units=units or "answer").name()
-        lines.append(f"| {objective} | {group} | {name} | {a['cell_kendall_tau']:.3f} | "
-                     f"{a['cell_pearson']:.3f} | {a['cell_mae']:.2f} |")
+        rows.append([objective, group, name, f"{a['cell_kendall_tau']:.3f}", f"{a['cell_pearson']:.3f}",
+                     f"{a['cell_mae']:.2f}"])
     b = result["setting_baseline"]
-    lines.append(f"| setting-only baseline | - | - | {b['cell_kendall_tau']:.3f} | {b['cell_pearson']:.3f} | "
-                 f"{b['cell_mae']:.2f} |")
-    lines += ["", alignment_line(result["alignment"])]
+    rows.append(["setting-only baseline", "-", "-", f"{b['cell_kendall_tau']:.3f}", f"{b['cell_pearson']:.3f}",
+                 f"{b['cell_mae']:.2f}"])
+    lines += [markdown_table(["objective", "candidates", "default (all readers)", "cell Kendall tau", "cell Pearson",
+                              "cell MAE (pp)"], rows, "lllrrr"), "", alignment_line(result["alignment"])]
     return "\n".join(lines) + "\n"
 
 

@@ -49,6 +49,7 @@ from irgrid.core import settings
 from irgrid.core.errors import Error
 from irgrid.core.files import write_text_atomic
 from irgrid.core.hashing import config_hash
+from irgrid.core.markdown import markdown_table
 from irgrid.data import disastqa as data
 from irgrid.qa import answer_measures as measures
 from irgrid.qa import judges, tables
@@ -449,12 +450,9 @@ def markdown(results: pd.DataFrame, info: dict[str, Any], agreement: dict[str, A
     lines = [f"# Replay of {source}", ""]
     wide = results.pivot_table(index=["model", "setting"], columns="measure", values="value", sort=False)
     ms = list(wide.columns)
-    lines += ["| model | setting | " + " | ".join(ms) + " |", "|---|---|" + "---:|" * len(ms)]
-    for (model, setting), r in wide.iterrows():
-        lines.append(f"| {model} | {setting} | " + " | ".join(f"{r[m]:.4f}" if m != "coverage" and
-                                                             "coverage" not in m else f"{r[m]:.1f}"
-                                                             for m in ms) + " |")
-    lines.append("")
+    rows = [[model, setting, *(f"{r[m]:.1f}" if "coverage" in m else f"{r[m]:.4f}" for m in ms)]
+            for (model, setting), r in wide.iterrows()]
+    lines += [markdown_table(["model", "setting", *ms], rows, "ll" + "r" * len(ms)), ""]
     if task == "oe":
         b = info.get("bertscore", {})
         lines += [f"BERTScore-F1 encoder: {b.get('model', 'off')} (layer {b.get('layer', '-')}"
@@ -470,15 +468,12 @@ def markdown(results: pd.DataFrame, info: dict[str, Any], agreement: dict[str, A
     if alignment:
         lines += [judges.alignment_line(alignment), ""]
     if agreement:
-        rows = {k: v for k, v in agreement.items() if not isinstance(v, dict) and k != "labels"}
+        values = {k: v for k, v in agreement.items() if not isinstance(v, dict) and k != "labels"}
+        values.update({f"setting-only baseline {k}": v for k, v in agreement.get("setting_only_baseline", {}).items()})
         lines += [f"## Agreement with {judges.LABELS} (reader x setting cells)", "",
                   f"Excluded: {', '.join(agreement['excluded']) or 'none'}.", "",
-                  "| measure | value |", "|---|---:|"] + [f"| {k} | {v:.4f} |" if isinstance(v, float)
-                                                      else f"| {k} | {v} |" for k, v in rows.items()]
-        for k, v in agreement.get("setting_only_baseline", {}).items():
-            lines.append(f"| setting-only baseline {k} | {v:.4f} |" if isinstance(v, float) else
-                         f"| setting-only baseline {k} | {v} |")
-        lines.append("")
+                  markdown_table(["measure", "value"], [[k, f"{v:.4f}" if isinstance(v, float) else v]
+                                                        for k, v in values.items()], "lr"), ""]
     if differences is not None:
         lines += [f"Answers where our accuracy differs from the authors' flag: {len(differences)} "
                   "(differences.csv); `accuracy-paper` scores the repeated Red Cross item as the authors did.", ""]

@@ -26,10 +26,11 @@ from typing import Any
 
 import pandas as pd
 
-from irgrid.core import settings
+from irgrid.core import settings, significance
 from irgrid.core.errors import Error
 from irgrid.core.files import write_text_atomic
 from irgrid.core.hashing import config_hash
+from irgrid.core.markdown import markdown_table
 from irgrid.core.schema import Key, Schema
 from irgrid.core.yamlsafe import read_yaml
 from irgrid.data import disastqa as data
@@ -433,7 +434,7 @@ def retrieval_quality(spec: QASpec, items: dict[str, pd.DataFrame], dataset, sto
                                  for r in ir_measures.iter_calc(parsed, qrels, run)])
             for m in parsed:
                 vals = perq[perq.measure == str(m)].set_index("qid")["value"].reindex(topics["qid"]).fillna(0.0)
-                lo, hi = measures.bootstrap_ci(vals.to_numpy(), b["samples"], b["seed"])
+                lo, hi = significance.bootstrap_ci(vals.to_numpy(), b["samples"], b["seed"])
                 rows.append({"retriever": name, "task": task, "dataset": dataset.name, "measure": str(m),
                              "value": float(vals.mean()), "ci_low": lo, "ci_high": hi, "n": int(len(vals)),
                              "docs": int(dataset.docs_count())})
@@ -449,23 +450,22 @@ def markdown(spec: QASpec, results: pd.DataFrame, retrieval: pd.DataFrame, info:
     for task in results.task.unique():
         block = results[results.task == task]
         ms = list(dict.fromkeys(block.measure))
-        lines += [f"## {'Multiple choice' if task == 'mcq' else 'Open-ended'}", "",
-                  "| reader | setting | " + " | ".join(ms) + (" | unparseable |" if task == "mcq" else " |"),
-                  "|---|---|" + "---:|" * (len(ms) + (task == "mcq"))]
+        columns = ["reader", "setting", *ms, *(["unparseable"] if task == "mcq" else [])]
+        rows = []
         for (reader, setting), g in block.groupby(["reader", "setting"], sort=False):
             cells = [f"{r.value:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]" for r in g.itertuples()]
-            extra = f" {int(g['unparseable'].iloc[0])}/{int(g['n'].iloc[0])} |" if task == "mcq" else ""
-            lines.append(f"| {reader} | {setting} | " + " | ".join(cells) + " |" + extra)
-        lines.append("")
+            extra = [f"{int(g['unparseable'].iloc[0])}/{int(g['n'].iloc[0])}"] if task == "mcq" else []
+            rows.append([reader, setting, *cells, *extra])
+        lines += [f"## {'Multiple choice' if task == 'mcq' else 'Open-ended'}", "",
+                  markdown_table(columns, rows, "ll" + "r" * (len(columns) - 2)), ""]
     if "KeypointCoverage" in info:
         lines += [f"KeypointCoverage is automatic ({info['KeypointCoverage']['method']}), not the paper's human "
                   "protocol.", ""]
     if len(retrieval):
-        lines += ["## Retrieval on the derived collection", "", "| retriever | task | measure | value |",
-                  "|---|---|---|---:|"]
-        for r in retrieval.itertuples():
-            lines.append(f"| {r.retriever} | {r.task} | {r.measure} | {r.value:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] |")
-        lines.append("")
+        rows = [[r.retriever, r.task, r.measure, f"{r.value:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]"]
+                for r in retrieval.itertuples()]
+        lines += ["## Retrieval on the derived collection", "",
+                  markdown_table(["retriever", "task", "measure", "value"], rows, "lllr"), ""]
     lines.append("Values: mean [95% bootstrap CI]. Paired tests between settings: tests.csv.")
     return "\n".join(lines) + "\n"
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from irgrid.core import significance
 from irgrid.core.files import write_text_atomic
 from irgrid.qa import answer_measures as measures
 
@@ -44,8 +45,8 @@ def paired_tests(df: pd.DataFrame, task: str, columns: Sequence[str], who: str,
                 rows.append({"task": task, who: name, "measure": m, "setting_a": a, "setting_b": b,
                              "mean_a": float(pair[a].mean()), "mean_b": float(pair[b].mean()), "n": int(len(pair)),
                              "test": "mcnemar-exact" if m == "accuracy" else test, "p_value": p})
-            for row, pc in zip(rows, measures.correct(ps, correction)):
-                out.append({**row, "p_value_corrected": pc, "correction": correction})
+            for row, p, pc in zip(rows, ps, significance.correct(ps, correction)):
+                out.append({**row, "p_value_corrected": None if p is None else float(pc), "correction": correction})
     return pd.DataFrame(out)
 
 

@@ -56,7 +56,7 @@ def analyse(grid: Grid, n_resamples: int = stats_mod.BOOTSTRAP_B, seed: int = st
         matrix = failures.jaccard_matrix(sets)
         jac += [{"dataset": dataset, "a": a, "b": b, "jaccard": float(matrix.at[a, b])} for a, b in stats_mod.pairs(list(sets))]
     jac_df = pd.DataFrame(jac, columns=["dataset", "a", "b", "jaccard"])
-    first = _first_measure_values(grid)
+    first = first_measure_values(grid)
     sugg = failures.fusion_suggestions(jac_df, grid.families(), first, components=grid.component_families(),
                                        fused=grid.fused_pairs())
     sugg["expression"] = [failures.fusion_expression(x, y, rrf_k) for x, y in zip(sugg["a"], sugg["b"])]  # paste-ready
@@ -107,7 +107,7 @@ def statistics(grid: Grid) -> dict[str, Any]:
             "describe": test.describe(), "describe_correction": describe_correction(correction)}
 
 
-def _first_measure_values(grid: Grid) -> pd.DataFrame:
+def first_measure_values(grid: Grid) -> pd.DataFrame:
     """Each dataset's first measure (its headline metric, as in Table 2) per system."""
     rows = []
     for dataset in grid.datasets:

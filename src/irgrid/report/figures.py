@@ -8,19 +8,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from irgrid.report.analyses import _first_measure_values
+from irgrid.core.hashing import file_sha256
+from irgrid.report.analyses import first_measure_values
 from irgrid.report.stored import Grid
 
 FAMILY_COLOURS = {"sparse": "#1f77b4", "expansion": "#2ca02c", "dense": "#d62728", "late-interaction": "#9467bd",
                   "reranker": "#8c564b", "pipeline": "#ff7f0e"}
 OTHER_COLOUR = "#7f7f7f"
 LATENCY_FILE = "latency.csv"  # written by `irgrid run --latency` (irgrid.runner.latency)
-
-
-def _digest(path: Path) -> str:
-    import hashlib
-
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def latencies(grid: Grid) -> tuple[pd.DataFrame, str]:
@@ -30,7 +25,7 @@ def latencies(grid: Grid) -> tuple[pd.DataFrame, str]:
     path = grid.out / LATENCY_FILE
     lat, stale = (pd.read_csv(path) if path.exists() else None), ""
     if lat is not None and ("results_sha256" not in lat
-                            or set(lat["results_sha256"].astype(str)) != {_digest(grid.out / "results.csv")}):
+                            or set(lat["results_sha256"].astype(str)) != {file_sha256(grid.out / "results.csv")}):
         lat, stale = None, f"{LATENCY_FILE} here did not time this folder's grid (an earlier one): ignored; "
     if lat is not None:
         frame = lat.rename(columns={"median_ms": "ms", "min_ms": "lo", "max_ms": "hi"})[
@@ -70,7 +65,7 @@ def figure1(grid: Grid, path: Path) -> Path:
     datasets = grid.datasets
     fig, axes = plt.subplots(1, len(datasets), figsize=(4.8 * len(datasets), 4.2), squeeze=False)
     families = grid.families()
-    first = _first_measure_values(grid)
+    first = first_measure_values(grid)
     lat, source = latencies(grid)
     lat = lat.set_index(["dataset", "system"])
     shown: set[str] = set()

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from irgrid.core.markdown import markdown_table
 from irgrid.report import zscores as zscores_mod
 
 
@@ -38,7 +39,7 @@ LEGEND = ("Colours (Table 2 of the paper): blue = within 2 SE of the published r
           "result; an averaged column's SE is sqrt(Σ w² SE²) over its cells.")
 
 
-def _fmt(v: Any, digits: int = 3) -> str:
+def format_value(v: Any, digits: int = 3) -> str:
     if v is None or (isinstance(v, float) and (math.isnan(v))):
         return "–"
     if isinstance(v, float) and math.isinf(v):
@@ -54,10 +55,8 @@ def to_markdown(t: Table) -> str:
         text = f"**{text}**" if c.bold else text
         return f"_{text}_" if c.muted else text
 
-    lines = [f"### {t.title}", "", "| " + " | ".join(t.columns) + " |", "|" + "---|" * len(t.columns)]
-    lines += ["| " + " | ".join(cell(c).replace("|", "\\|") for c in row) + " |" for row in t.rows]
-    if not t.rows:
-        lines.append("| " + " | ".join(["–"] * len(t.columns)) + " |")
+    rows = [[cell(c) for c in row] for row in t.rows] or [["–"] * len(t.columns)]
+    lines = [f"### {t.title}", "", markdown_table(t.columns, rows, escape=True)]
     return "\n".join(lines + [""] + [f"{n}  " for n in t.notes]) + "\n"
 
 

@@ -1,5 +1,6 @@
-"""Statistics of a stored grid's per-query scores (paper Sections 4.1.2 and 4.3): bootstrap standard errors,
-win/tie/loss counts and a random-effects (DerSimonian-Laird) meta-analysis across datasets."""
+"""Analyses of a stored grid's per-query scores (paper Sections 4.1.2 and 4.3): bootstrap standard errors,
+win/tie/loss counts, paired comparisons and a random-effects (DerSimonian-Laird) meta-analysis across datasets.
+The statistics themselves (bootstrap, paired tests, correction) are irgrid.core.significance's, shared with QA."""
 
 from __future__ import annotations
 
@@ -8,45 +9,11 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from irgrid.core.significance import PairedTest, correct
-
-if TYPE_CHECKING:
-    pass
-
-
-BOOTSTRAP_B = 1000
-
-
-BOOTSTRAP_SEED = 0
-
-
-def bootstrap_mean(values: Sequence[float] | np.ndarray, n_resamples: int = BOOTSTRAP_B,
-                   seed: int | Sequence[int] = BOOTSTRAP_SEED, confidence: float = 0.95) -> Any:
-    """The one bootstrap of a mean in irgrid (retrieval SEs here, QA confidence intervals in
-    `irgrid.qa.answer_measures`): items resampled with replacement from a seeded generator by
-    scipy.stats.bootstrap (percentile method), or None for an empty or constant sample, which scipy refuses."""
-    from scipy.stats import bootstrap
-
-    x = np.asarray(values, dtype=float)
-    if len(x) < 2 or np.all(x == x[0]):
-        return None
-    return bootstrap((x,), np.mean, n_resamples=n_resamples, vectorized=True, method="percentile",
-                     confidence_level=confidence, rng=np.random.default_rng(seed))
-
-
-def bootstrap_se(values: Sequence[float] | np.ndarray, n_resamples: int = BOOTSTRAP_B,
-                 seed: int | Sequence[int] = BOOTSTRAP_SEED) -> float:
-    """Bootstrap standard error of the mean of per-query values: the standard deviation (ddof=1) of the B
-    resampled means, i.e. Efron and Tibshirani's SE_boot as used for the paper's Δσ (0 for a constant sample)."""
-    res = bootstrap_mean(values, n_resamples, seed)
-    if res is None:
-        return 0.0 if len(values) else math.nan
-    return float(res.standard_error)
+from irgrid.core.significance import BOOTSTRAP_B, BOOTSTRAP_SEED, PairedTest, bootstrap_mean, correct
 
 
 def _cell_seed(seed: int, dataset: str, measure: str) -> list[int]:

@@ -11,9 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-
-def slug(dataset: str) -> str:
-    return dataset.replace("/", "--")  # as irgrid.data.datasets.Dataset.slug names the run folders
+from irgrid.core.files import slug
 
 
 @dataclass

@@ -10,11 +10,12 @@ import numpy as np
 import pandas as pd
 
 from irgrid import paper
+from irgrid.core.files import slug
 from irgrid.report import failures
 from irgrid.report import zscores as zscores_mod
 from irgrid.report.analyses import Analyses
-from irgrid.report.render import Table, TableCell, _fmt
-from irgrid.report.stored import Grid, slug
+from irgrid.report.render import Table, TableCell, format_value
+from irgrid.report.stored import Grid
 
 
 def _our_values(grid: Grid) -> dict[str, dict[tuple[str, str], float]]:
@@ -71,11 +72,11 @@ def paper_table(grid: Grid, z: pd.DataFrame, table: str, reference: str | Path |
                 row.append(TableCell("failed" if failed else "–"))
                 vals.append(None)
             else:
-                row.append(TableCell(_fmt(zr["ours"]), zr["class"]))
+                row.append(TableCell(format_value(zr["ours"]), zr["class"]))
                 vals.append(float(zr["ours"]))
         for k in extras:
             v = ours.get(s, {}).get(k)
-            row.append(TableCell(_fmt(v, 4), single.get((s, *k))) if v is not None else TableCell("–"))
+            row.append(TableCell(format_value(v, 4), single.get((s, *k))) if v is not None else TableCell("–"))
             vals.append(v)
         rows.append(row)
         values.append(vals)
@@ -84,8 +85,8 @@ def paper_table(grid: Grid, z: pd.DataFrame, table: str, reference: str | Path |
     models = [m for m in dict.fromkeys(grid.paper_names().values()) if m and m in paper.index]
     for m in models:
         rows.append([TableCell(f"paper: {m}", muted=True)]
-                    + [TableCell(_fmt(_num(paper.at[m, c.column])), muted=True) for c in cols]
-                    + [TableCell(_fmt(published.get((m, *k))), muted=True) for k in extras])
+                    + [TableCell(format_value(_num(paper.at[m, c.column])), muted=True) for c in cols]
+                    + [TableCell(format_value(published.get((m, *k))), muted=True) for k in extras])
     notes = ["Colours: the legend above (Δσ of ours against the published value)."]
     if any(cell.text == "failed" for row in rows for cell in row):
         notes.append("failed: a cell of this column did not run (failures.json has the error); not a result.")
@@ -114,8 +115,8 @@ def _num(v: Any) -> float | None:
 
 def zscore_table(z: pd.DataFrame) -> Table:
     rows = [[TableCell(r["system"]), TableCell("–" if pd.isna(r["paper_model"]) else str(r["paper_model"])), TableCell(r["table"]), TableCell(r["label"]),
-             TableCell(_fmt(r["ours"], 4)), TableCell(_fmt(r["se"], 4)), TableCell(_fmt(_num(r["published"]))),
-             TableCell(_fmt(_num(r["delta"]), 4)), TableCell(_fmt(_num(r["delta_sigma"]), 3), r["class"]), TableCell(r["class"])]
+             TableCell(format_value(r["ours"], 4)), TableCell(format_value(r["se"], 4)), TableCell(format_value(_num(r["published"]))),
+             TableCell(format_value(_num(r["delta"]), 4)), TableCell(format_value(_num(r["delta_sigma"]), 3), r["class"]), TableCell(r["class"])]
             for _, r in z.iterrows()]
     return Table("tableA3", "Table A.3 (ours): Δσ = (ours − published) / SE_boot", [
         "system", "paper model", "table", "column", "ours", "SE", "published", "Δ", "Δσ", "class"], rows,
@@ -125,8 +126,8 @@ def zscore_table(z: pd.DataFrame) -> Table:
 def bootstrap_tbl(a: Analyses, grid: Grid) -> Table:
     res = grid.results.set_index(["dataset", "system", "measure"])["value"]
     rows = [[TableCell(r["dataset"]), TableCell(r["system"]), TableCell(r["measure"]),
-             TableCell(_fmt(float(res.get((r["dataset"], r["system"], r["measure"]), r["mean"])), 4)),
-             TableCell(_fmt(r["se"], 4)), TableCell(str(r["queries"]))] for _, r in a.bootstrap.iterrows()]
+             TableCell(format_value(float(res.get((r["dataset"], r["system"], r["measure"]), r["mean"])), 4)),
+             TableCell(format_value(r["se"], 4)), TableCell(str(r["queries"]))] for _, r in a.bootstrap.iterrows()]
     return Table("bootstrap", f"Bootstrap standard errors (B = {a.params['B']}, seed {a.params['seed']})",
                  ["dataset", "system", "measure", "value", "SE", "queries"], rows)
 
@@ -136,7 +137,7 @@ def failure_tbl(a: Analyses) -> Table:
     k = a.params["depth"] + 1
     for (dataset, system), block in a.failure_ranks.groupby(["dataset", "system"], sort=False):
         hard = a.hard_queries[(a.hard_queries["dataset"] == dataset) & (a.hard_queries["system"] == system)]
-        rows.append([TableCell(dataset), TableCell(system), TableCell(str(len(block))), TableCell(_fmt(float(block["rank"].median()), 1)),
+        rows.append([TableCell(dataset), TableCell(system), TableCell(str(len(block))), TableCell(format_value(float(block["rank"].median()), 1)),
                      TableCell(str(int((block["rank"] == k).sum()))), TableCell(str(len(hard))),
                      TableCell(str(int(hard["rank"].min())) if len(hard) else "–")])
     return Table("failures", f"Failure points: rank of the first relevant document (capped at {k})",
@@ -150,7 +151,7 @@ def jaccard_tables(a: Analyses, grid: Grid) -> list[Table]:
         if dataset in a.params.get("skipped", ()):
             continue
         m = jaccard_square(a, grid, dataset)
-        rows = [[TableCell(s)] + [TableCell(_fmt(float(m.at[s, t]), 2)) for t in m.columns] for s in m.index]
+        rows = [[TableCell(s)] + [TableCell(format_value(float(m.at[s, t]), 2)) for t in m.columns] for s in m.index]
         out.append(Table(f"jaccard-{slug(dataset)}", f"Jaccard similarity of hard-query sets: {dataset}",
                          ["system"] + list(m.columns), rows))
     return out
@@ -172,9 +173,9 @@ def fusion_tbl(a: Analyses) -> Table:
     rows = []
     for _, r in a.fusion_rrf.iterrows():
         s = sugg.loc[(r["dataset"], r["a"], r["b"])]
-        rows.append([TableCell(r["dataset"]), TableCell(f"{r['a']} + {r['b']}"), TableCell(_fmt(float(s["jaccard"]), 2)),
-                     TableCell("yes" if s["cross_family"] else "no"), TableCell(r["measure"]), TableCell(_fmt(r["a_value"], 4)),
-                     TableCell(_fmt(r["b_value"], 4)), TableCell(_fmt(r["rrf_value"], 4), bold=r["gain_over_best"] > 0),
+        rows.append([TableCell(r["dataset"]), TableCell(f"{r['a']} + {r['b']}"), TableCell(format_value(float(s["jaccard"]), 2)),
+                     TableCell("yes" if s["cross_family"] else "no"), TableCell(r["measure"]), TableCell(format_value(r["a_value"], 4)),
+                     TableCell(format_value(r["b_value"], 4)), TableCell(format_value(r["rrf_value"], 4), bold=r["gain_over_best"] > 0),
                      TableCell(f"{r['gain_over_best']:+.4f}")])
     return Table("fusion", f"Fusion suggestions: lowest hard-query overlap, tested with RRF (k = {a.params['rrf_k']})",
                  ["dataset", "pair", "Jaccard", "cross-family", "measure", "a", "b", "RRF", "RRF − best"], rows,
@@ -201,8 +202,8 @@ def cross_dataset_tables(a: Analyses) -> list[Table]:
     for _, r in a.meta_analysis.iterrows():
         one = int(r["k"]) == 1  # one dataset: no pooling, no heterogeneity; its test is the main table's
         meta.append([TableCell(r["system"]), TableCell(r["measure"]), TableCell(str(r["k"])), TableCell(f"{r['effect']:+.4f}"),
-                     TableCell(_fmt(r["se"], 4)), TableCell(f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"),
-                     TableCell("–" if one else _fmt(r["p"], 4)), TableCell(_fmt(r["tau2"], 6)), TableCell(_fmt(r["i2"], 2))])
+                     TableCell(format_value(r["se"], 4)), TableCell(f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"),
+                     TableCell("–" if one else format_value(r["p"], 4)), TableCell(format_value(r["tau2"], 6)), TableCell(format_value(r["i2"], 2))])
     notes = ["p: two-sided z-test of the pooled effect (normal approximation, uncorrected) — the only p-value of "
              "this table; per-dataset tests are the main tables'. τ², I²: between-dataset heterogeneity."]
     if any(int(k) == 1 for k in a.meta_analysis["k"]):
@@ -346,8 +347,8 @@ def effect_size_table(a: Analyses) -> Table:
     for _, r in a.comparisons.iterrows():
         rows.append([TableCell(r["dataset"]), TableCell(r["measure"]), TableCell(f"{r['system']} − {r['against']}"),
                      TableCell(str(r["n"])), TableCell(f"{r['diff']:+.4f}"),
-                     TableCell(f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"), TableCell(_fmt(r["effect_d"], 2)),
-                     TableCell(_fmt(r["p"], 4)), TableCell(_fmt(r["p_corrected"], 4), bold=r["significant"] is True)])
+                     TableCell(f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"), TableCell(format_value(r["effect_d"], 2)),
+                     TableCell(format_value(r["p"], 4)), TableCell(format_value(r["p_corrected"], 4), bold=r["significant"] is True)])
     pairs_ = "all pairs of systems" if st["comparisons"] == "all-pairs" else f"each system against {st['baseline']}"
     return Table("effect-sizes", f"Effect sizes and tests: {pairs_} ({st['describe']}, {st['describe_correction']})",
                  ["dataset", "measure", "comparison", "n", "Δ mean", "95% CI of Δ", "d", "p", "p corrected"], rows,

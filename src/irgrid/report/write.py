@@ -7,13 +7,13 @@ import html
 from collections.abc import Sequence
 from pathlib import Path
 
-from irgrid.core.files import write_text_atomic
+from irgrid.core.files import slug, write_text_atomic
 from irgrid.report import failures
 from irgrid.report import stats as stats_mod
 from irgrid.report.analyses import Analyses, analyse
 from irgrid.report.figures import figure1, jaccard_figure
 from irgrid.report.render import LEGEND, TEX_PACKAGES, Table, tex_escape, to_html, to_latex, to_markdown
-from irgrid.report.stored import Grid, load, slug
+from irgrid.report.stored import Grid, load
 from irgrid.report.tables import build_tables, jaccard_square, paper_tables_for
 
 

@@ -115,7 +115,7 @@ def _isolated(build, tmp: Path, what: str, cache: Path) -> None:
     with os.fdopen(read, "rb") as f:
         message = f.read().decode("utf-8", "replace")
     _, status = os.waitpid(pid, 0)
-    disk = _disk_note(cache)
+    disk = disk_note(cache)
     if os.WIFSIGNALED(status):
         name = signal.Signals(os.WTERMSIG(status)).name
         raise CacheError(f"{what}: the builder crashed in native code ({name}){disk}; nothing was published, a "
@@ -127,7 +127,7 @@ def _isolated(build, tmp: Path, what: str, cache: Path) -> None:
         raise CacheError(f"{what}: {kind}: {text}{disk}")
 
 
-def _disk_note(path: Path) -> str:
+def disk_note(path: Path) -> str:
     """'; the cache's disk is full' when it (nearly) is: the usual cause of a native builder's abort."""
     if not path.exists():
         return f"; the cache folder {path} is gone (deleted while running?): rerun to rebuild it"
@@ -303,13 +303,6 @@ def _index_encoding(retriever: Retriever, dataset: Dataset, store: Store) -> dic
     return None
 
 
-def _latency_accounting(pipeline):
-    """Sum of `latency_seconds()` over the pipeline's parts (irgrid.runner.roles.latency_accounting)."""
-    from irgrid.runner.roles import latency_accounting
-
-    return latency_accounting(pipeline)
-
-
 def run_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store: Store,
              model_map: dict[str, str] | None = None, latency_sample: int = 50) -> Cell:
     """Compute (or load) one cell's run. Latency follows the paper: L = (t_enc + t_ret) / N over the whole
@@ -342,7 +335,9 @@ def _timed_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, st
     pipeline = build_pipeline(retriever, dataset, store, model_map, check_queries=False)
     load_seconds = time.perf_counter() - start
     pipeline.transform(topics.head(1))  # warm-up (model load, JIT, JVM): not part of the latency
-    accounted = _latency_accounting(pipeline)
+    from irgrid.runner.transforms import latency_accounting  # PyTerrier: not at import (`irgrid list`)
+
+    accounted = latency_accounting(pipeline)
     before = accounted()
     start = time.perf_counter()
     res = pipeline.transform(topics)

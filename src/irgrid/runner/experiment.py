@@ -118,7 +118,7 @@ def parse_measure(text: str, where: str):
         ) from None
 
 
-def _dataset(item: Any, where: str, lookup: Callable[[str, str], ds_mod.Dataset], source: str) -> ds_mod.Dataset:
+def dataset_item(item: Any, where: str, lookup: Callable[[str, str], ds_mod.Dataset], source: str) -> ds_mod.Dataset:
     """A dataset name, or {name, queries, seed} for a fixed random subset of its queries."""
     if isinstance(item, dict):
         DATASET_SCHEMA.check(item, f"{source}: {where}", ExperimentError)
@@ -201,7 +201,7 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
         except UnknownNameError as e:
             raise ExperimentError(f"{source}: {where}: {e}") from None
 
-    datasets = [_dataset(d, f"datasets[{i}]", lookup_dataset, source) for i, d in enumerate(data["datasets"])]
+    datasets = [dataset_item(d, f"datasets[{i}]", lookup_dataset, source) for i, d in enumerate(data["datasets"])]
     default_profile = _profile_name(data.get("profile", DEFAULT_PROFILE), f"{source}: profile: ")
     seen_ds: dict[str, int] = {}
     for i, d in enumerate(datasets):

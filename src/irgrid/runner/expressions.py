@@ -233,7 +233,7 @@ def register_scorer(query: Callable[..., Any], scorer: Callable[..., Any], reran
         RERANK_ONLY.add(query)
 
 
-def _ensure_scorers() -> None:
+def ensure_scorers() -> None:
     from irgrid.core import entries
 
     entries.load()
@@ -395,7 +395,7 @@ def _text(items: list[tuple[str, str, str]], name: str) -> str:
 
 def make_expression(name: str, text: str, tree: Ref | Op, parts: Mapping[str, Retriever], where: str) -> Expression:
     """Check positions (what may retrieve, what may re-rank) and wrap the tree as a grid cell."""
-    _ensure_scorers()
+    ensure_scorers()
     _check_positions(tree, parts, "first", where, text)
     return Expression(name=name, family="pipeline", architecture="expression", query=_no_query,
                       reference=text, source=text, tree=tree, parts=dict(parts))
@@ -618,10 +618,10 @@ def _classes() -> dict[str, type]:
 
         def _texts(self, docnos: list[str]) -> dict[str, str]:
             if self._store is None and self._all is None:
-                from irgrid.data.datasets import _irds_load
+                from irgrid.data.datasets import irds_load
 
                 corpus = self.dataset.corpus_dataset()
-                irds = _irds_load(corpus)
+                irds = irds_load(corpus)
                 names = irds.docs_cls()._fields
                 self._fields = [f for f in corpus.fields if f in names]
                 try:
@@ -668,13 +668,9 @@ def _classes() -> dict[str, type]:
             return pt.model.add_ranks(out.reset_index(drop=True))
 
         def latency_seconds(self) -> float:
-            found, stack = [], list(self._parts)
-            while stack:
-                t = stack.pop()
-                if hasattr(t, "latency_seconds"):
-                    found.append(t)
-                stack.extend(getattr(t, "_transformers", None) or [])
-            return float(sum(t.latency_seconds() for t in found))
+            from irgrid.runner.transforms import latency_accounting
+
+            return latency_accounting(*self._parts)()
 
         def __repr__(self) -> str:
             return f"Expression({self.source!r}: {self._inner!r})"
@@ -692,7 +688,7 @@ def _scorer(entry: Retriever, dataset: Dataset, store: Store, model_map: Mapping
     from irgrid.core import settings
     from irgrid.runner.cell import open_index, resolve_models
 
-    _ensure_scorers()
+    ensure_scorers()
     factory = SCORERS[entry.query]
     index = open_index(entry, dataset, store, dict(model_map)) \
         if entry.index is not None and store.index_ready(entry.index, dataset) else None
@@ -831,7 +827,7 @@ def late_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None,
 
 def can_score(entry: Retriever) -> bool:
     """Whether the entry can re-rank a candidate set (a scorer is registered for it)."""
-    _ensure_scorers()
+    ensure_scorers()
     return entry.query in SCORERS
 
 

@@ -20,8 +20,9 @@ import numpy as np
 import pandas as pd
 
 from irgrid.core.console import quiet_native
-from irgrid.runner.cell import _latency_accounting, build_pipeline, hardware
+from irgrid.runner.cell import build_pipeline, hardware
 from irgrid.runner.expressions import Expression
+from irgrid.runner.transforms import latency_accounting
 from irgrid.store import Store
 
 COLUMNS = ["dataset", "system", "round", "position", "queries", "ms_per_query"]
@@ -65,7 +66,7 @@ def measure(spec: Any, store: Store | None = None, rounds: int = 5, queries: int
                 logging.getLogger("irgrid").debug(traceback.format_exc())
                 skipped.append((dataset.name, r.name, f"{type(e).__name__}: {e}"))
                 continue
-            pipes[r.name] = (pipe, _latency_accounting(pipe))
+            pipes[r.name] = (pipe, latency_accounting(pipe))
         names = list(pipes)
         for k in range(rounds if names else 0):
             order = names[k % len(names):] + names[:k % len(names)]  # rotated: each system leads one round
@@ -99,9 +100,9 @@ def summarise(timings: pd.DataFrame, when: str) -> pd.DataFrame:
 def results_digest(out: Path) -> str:
     """sha256 of the grid's results.csv: ties a latency pass to the grid it timed (a later grid written to the same
     folder makes an old latency.csv stale, and the report then ignores it)."""
-    import hashlib
+    from irgrid.core.hashing import file_sha256
 
-    return hashlib.sha256((Path(out) / "results.csv").read_bytes()).hexdigest()
+    return file_sha256(Path(out) / "results.csv")
 
 
 def write(out: Path, timings: pd.DataFrame, summary: pd.DataFrame) -> list[Path]:

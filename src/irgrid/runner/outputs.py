@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import platform
@@ -16,9 +15,10 @@ from typing import Any
 
 import pandas as pd
 
+from irgrid.core import markdown as md
 from irgrid.core.errors import Error
 from irgrid.core.files import write_text_atomic
-from irgrid.core.hashing import config_hash
+from irgrid.core.hashing import config_hash, file_sha256
 from irgrid.runner import expressions
 
 PACKAGES = ("irgrid", "python-terrier", "pyterrier", "ir_datasets", "ir_measures", "pyterrier-dr",
@@ -56,8 +56,7 @@ def markdown_table(results: pd.DataFrame, alpha: float = 0.05) -> str:
         measures = list(dict.fromkeys(block["measure"]))
         systems = list(dict.fromkeys(block["system"]))
         baseline = block["baseline"].iloc[0]
-        lines += [f"### {dataset}", "", "| system | " + " | ".join(measures) + " |",
-                  "|---|" + "---:|" * len(measures)]
+        rows = []
         for system in systems:
             cells = []
             for m in measures:
@@ -69,9 +68,8 @@ def markdown_table(results: pd.DataFrame, alpha: float = 0.05) -> str:
                 if str(r.get("beyond_depth")) == "True":
                     text += " †"
                 cells.append(text)
-            name = f"{system} (baseline)" if system == baseline else system
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
-        lines.append("")
+            rows.append([f"{system} (baseline)" if system == baseline else system, *cells])
+        lines += [f"### {dataset}", "", md.markdown_table(["system", *measures], rows, "l" + "r" * len(measures)), ""]
     lines.append(f"▲/▼: significantly better/worse than the baseline (corrected p < {alpha}).")
     deep = depth_note(results)
     if deep:
@@ -108,7 +106,7 @@ def writing(out: Path) -> Iterator[None]:
     flag.write_text(f"{os.getpid()}\n")
     yield
     manifest = json.loads((out / "manifest.json").read_text())
-    manifest["files"] = {str(p.relative_to(out)): _sha256(p) for p in sorted(out.rglob("*"))
+    manifest["files"] = {str(p.relative_to(out)): file_sha256(p) for p in sorted(out.rglob("*"))
                          if p.is_file() and p.name not in ("manifest.json", WRITING) and _is_output(p.relative_to(out))}
     write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=2, default=str))
     flag.unlink()
@@ -116,14 +114,6 @@ def writing(out: Path) -> Iterator[None]:
 
 def _is_output(rel: Path) -> bool:
     return rel.parts[0] in ("results.csv", "perquery.csv", "results.md", "failures.json", "runs", "qrels")
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def verify_outputs(out: str | Path) -> None:
@@ -148,7 +138,7 @@ def verify_outputs(out: str | Path) -> None:
         path = out / rel
         if not path.exists():
             raise OutputError(f"{path} is missing (listed in {out}/manifest.json); rerun `irgrid run ... --out {out}`")
-        if _sha256(path) != sha:
+        if file_sha256(path) != sha:
             raise OutputError(f"{path} is not the file this run wrote (another run or an edit changed it); "
                               f"rerun `irgrid run ... --out {out}`")
 

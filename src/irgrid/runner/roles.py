@@ -21,6 +21,7 @@ import pyterrier as pt
 
 from irgrid.core.errors import Error
 from irgrid.core.retrievers import Retriever
+from irgrid.runner.transforms import latency_accounting
 
 if TYPE_CHECKING:
     from irgrid.data.datasets import Dataset
@@ -75,7 +76,7 @@ class FirstStage(pt.Transformer):
     def __init__(self, entry: Retriever, dataset: Dataset, store: Store, model_map: Mapping[str, str],
                  inner: Any):
         self.entry, self.dataset, self.store, self.model_map = entry, dataset, store, dict(model_map)
-        self.transformer = inner  # `transformer`: latency walkers (latency_accounting) look inside
+        self.transformer = inner  # `transformer`: the latency walker (runner.transforms.stages) looks inside
         self._scorer: Any = None
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
@@ -122,24 +123,3 @@ class Indexer:
 
     def __repr__(self) -> str:
         return f"Indexer({self.entry.name!r}, {self.dataset.name!r})"
-
-
-def latency_accounting(pipeline: Any) -> Callable[[], float]:
-    """Sum of `latency_seconds()` over the pipeline's parts: time a stage really costs but that a cache served
-    in this process (e.g. cached query generations, memoised encodings). Duck-typed, so any transformer can
-    declare it; the walk enters PyTerrier's operators (Compose, +, |, &), RRFusion and wrappers, each stage once."""
-    parts, stack, seen = [], [pipeline], set()
-    while stack:
-        t = stack.pop()
-        if id(t) in seen:  # a stage reused within one pipeline declares its time once
-            continue
-        seen.add(id(t))
-        if hasattr(t, "latency_seconds"):
-            parts.append(t)
-        stack.extend(getattr(t, "_transformers", None) or [])
-        stack.extend(getattr(t, "transformers", None) or [])  # pyterrier-alpha RRFusion
-        for attr in ("transformer", "left", "right"):  # wrappers; PyTerrier's +, |, & operators
-            inner = getattr(t, attr, None)
-            if inner is not None and inner is not t and hasattr(inner, "transform"):
-                stack.append(inner)
-    return lambda: sum(p.latency_seconds() for p in parts)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pandas as pd
 import pyterrier as pt
 
@@ -92,3 +95,32 @@ class PerQueryMinMax(pt.Transformer):
 
     def __hash__(self) -> int:
         return hash("PerQueryMinMax")
+
+
+def stages(*pipelines: Any) -> list[Any]:
+    """Every stage of the pipelines, each once (by identity), in walk order: the one walker into PyTerrier's
+    operators. PyTerrier has no public way to list a composed pipeline's parts, so this reads its private
+    `_transformers` (Compose, +, |, ...), pyterrier-alpha RRFusion's `transformers`, and `transformer`, `left`,
+    `right` (wrappers; older binary operators)."""
+    found, stack, seen = [], list(reversed(pipelines)), set()
+    while stack:
+        t = stack.pop()
+        if id(t) in seen:  # a stage reused within one pipeline is listed once
+            continue
+        seen.add(id(t))
+        found.append(t)
+        stack.extend(getattr(t, "_transformers", None) or [])
+        stack.extend(getattr(t, "transformers", None) or [])
+        for attr in ("transformer", "left", "right"):
+            inner = getattr(t, attr, None)
+            if inner is not None and inner is not t and hasattr(inner, "transform"):
+                stack.append(inner)
+    return found
+
+
+def latency_accounting(*pipelines: Any) -> Callable[[], float]:
+    """Sum of `latency_seconds()` over the pipelines' stages: time a stage really costs but that a cache served
+    in this process (e.g. cached query generations, memoised encodings). Duck-typed, so any transformer can
+    declare it; each stage counts once."""
+    parts = [t for t in stages(*pipelines) if hasattr(t, "latency_seconds")]
+    return lambda: float(sum(p.latency_seconds() for p in parts))
