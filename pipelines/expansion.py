@@ -11,9 +11,6 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from irgrid.pipelines import sparse
-from irgrid.pipelines.sparse import LUCENE_FLAT, build_lucene, open_lucene
-
 from irgrid.core import paper_code
 from irgrid.core.generation_prompts import Prompt
 from irgrid.core.modelref import ModelRef
@@ -29,6 +26,8 @@ from irgrid.core.retrievers import (
     register,
 )
 from irgrid.models.tiny import ARCHITECTURES, _decoder
+from irgrid.pipelines import sparse
+from irgrid.pipelines.sparse import LUCENE_FLAT, build_lucene, open_lucene
 
 ARCHITECTURES.setdefault("qwen2-causal", (lambda tf: _decoder(tf.Qwen2Config), "Qwen2ForCausalLM"))
 ARCHITECTURES.setdefault("t5", (lambda tf: tf.T5Config(vocab_size=30522, d_model=32, d_kv=16, d_ff=64, num_layers=2,

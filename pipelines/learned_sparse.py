@@ -11,9 +11,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from irgrid.pipelines import sparse
-from irgrid.pipelines.sparse import build_lucene, open_lucene
-
 from irgrid.core import paper_code
 from irgrid.core.modelref import ModelRef
 from irgrid.core.paper_code import code
@@ -22,6 +19,8 @@ from irgrid.core.retrievers import BuildContext, DocStage, IndexRecipe, QueryCon
 from irgrid.models.cache import cached_model
 from irgrid.models.devices import pick_device
 from irgrid.models.tiny import ARCHITECTURES, _bert
+from irgrid.pipelines import sparse
+from irgrid.pipelines.sparse import build_lucene, open_lucene
 
 # tiny stand-ins for the heads these checkpoints load into (see irgrid.models.tiny)
 ARCHITECTURES.setdefault("bert-mlm", (_bert, "BertForMaskedLM"))
