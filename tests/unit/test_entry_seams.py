@@ -143,6 +143,22 @@ print(RETRIEVERS.get("hyde").key(), RETRIEVERS.get("hyde").with_options(encoder=
     assert keys.split() == [hyde.key(), hyde.with_options(encoder="all-minilm-l6-v2").key()]
 
 
+def test_an_entry_module_imports_alone():
+    """expansion.py without the dense entries it may wrap: its import registers HyDE's name, resolving nothing."""
+    code = f"""
+import importlib, sys, types
+pkg = types.ModuleType("irgrid.pipelines")
+pkg.__path__ = [{str(ROOT / "pipelines")!r}]
+sys.modules["irgrid.pipelines"] = pkg
+importlib.import_module("irgrid.pipelines.expansion")
+from irgrid.core.retrievers import RETRIEVERS
+print(" ".join(RETRIEVERS.names()))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["bm25", "bm25-pisa", "bm25-lucene-pisa", "doct5query", "query2doc", "hyde"]
+
+
 # -- third-party entry packages (entry points) ----------------------------------------------------------------------
 
 
