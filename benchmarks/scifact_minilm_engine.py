@@ -33,10 +33,10 @@ def main() -> None:
                                       res.rename(columns={"qid": "query_id", "docno": "doc_id"}))[ir_measures.nDCG @ 10]
     out = {"engine_ndcg@10": round(ndcg, 5), "index_seconds": round(build_s, 1)}
     if args.compare:
-        from irgrid.pipelines.dense_encoder import MINILM
         from pyterrier_dr import FlexIndex, SBertBiEncoder
 
         from irgrid.models.resolver import resolve
+        from irgrid.pipelines.dense_encoder import MINILM
 
         model = SBertBiEncoder(resolve(MINILM.query_model).location, batch_size=32, device="cpu")
         import tempfile

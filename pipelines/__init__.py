@@ -1,6 +1,7 @@
 """The retriever entries, grouped like Table 1 of the paper. Importing this package registers them all."""
 
-# order matters only where an entry wraps another (expansion's HyDE wraps the dense `contriever`)
+# any order: an entry that wraps another by name (HyDE over `contriever`) resolves it on first lookup
+# (irgrid.core.retrievers.register_lazy); this order is the listing's (`irgrid list`)
 from irgrid.pipelines import (  # noqa: F401
     dense_decoder,
     dense_encoder,

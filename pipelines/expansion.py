@@ -11,9 +11,6 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from irgrid.pipelines import sparse
-from irgrid.pipelines.sparse import LUCENE_FLAT, build_lucene, open_lucene
-
 from irgrid.core import paper_code
 from irgrid.core.generation_prompts import Prompt
 from irgrid.core.modelref import ModelRef
@@ -27,13 +24,14 @@ from irgrid.core.retrievers import (
     QueryContext,
     Retriever,
     register,
+    register_lazy,
 )
-from irgrid.models.tiny import ARCHITECTURES, _decoder
+from irgrid.models.tiny import decoder_config, register_architecture
+from irgrid.pipelines import sparse
+from irgrid.pipelines.sparse import LUCENE_FLAT, build_lucene, open_lucene
 
-ARCHITECTURES.setdefault("qwen2-causal", (lambda tf: _decoder(tf.Qwen2Config), "Qwen2ForCausalLM"))
-ARCHITECTURES.setdefault("t5", (lambda tf: tf.T5Config(vocab_size=30522, d_model=32, d_kv=16, d_ff=64, num_layers=2,
-                                                      num_heads=2, pad_token_id=0, eos_token_id=102,
-                                                      decoder_start_token_id=0), "T5ForConditionalGeneration"))
+# the generator's tiny stand-in (irgrid.models.tiny, which declares docT5query's "t5" itself: monoT5 uses it too)
+register_architecture("qwen2-causal", lambda tf: decoder_config(tf.Qwen2Config), "Qwen2ForCausalLM")
 
 QWEN = ModelRef("Qwen/Qwen2.5-7B-Instruct", arch="qwen2-causal")  # the paper's generator (GPT-4/InstructGPT gone)
 DOC2QUERY = ModelRef("doc2query/msmarco-t5-base-v1", arch="t5", tiny=(("tokenizer", "unigram"),))  # the paper's README; revision unverifiable offline
@@ -313,4 +311,5 @@ def make_hyde(options: Mapping[str, Any]) -> Retriever:
     )
 
 
-register(make_hyde({"encoder": "contriever", "encoder_profile": "card"}))
+# built on first lookup, once every entry module is imported: `contriever` may register after this module
+register_lazy("hyde", lambda: make_hyde({"encoder": "contriever", "encoder_profile": "card"}))

@@ -11,9 +11,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from irgrid.pipelines import sparse
-from irgrid.pipelines.sparse import build_lucene, open_lucene
-
 from irgrid.core import paper_code
 from irgrid.core.modelref import ModelRef
 from irgrid.core.paper_code import code
@@ -21,19 +18,21 @@ from irgrid.core.profiles import Setting
 from irgrid.core.retrievers import BuildContext, DocStage, IndexRecipe, QueryContext, Retriever, register
 from irgrid.models.cache import cached_model
 from irgrid.models.devices import pick_device
-from irgrid.models.tiny import ARCHITECTURES, _bert
+from irgrid.models.tiny import bert_config, register_architecture
+from irgrid.pipelines import sparse
+from irgrid.pipelines.sparse import build_lucene, open_lucene
 
 # tiny stand-ins for the heads these checkpoints load into (see irgrid.models.tiny)
-ARCHITECTURES.setdefault("bert-mlm", (_bert, "BertForMaskedLM"))
+register_architecture("bert-mlm", bert_config, "BertForMaskedLM")
 
 
 def _bert_regression(tf):
-    config = _bert(tf)
+    config = bert_config(tf)
     config.num_labels = 1  # DeepCT: one importance score per token
     return config
 
 
-ARCHITECTURES.setdefault("bert-token-regression", (_bert_regression, "BertForTokenClassification"))
+register_architecture("bert-token-regression", _bert_regression, "BertForTokenClassification")
 
 PAPER = "the paper's README (Velev & Spitz) lists this checkpoint"
 UNPINNED = "revision not verifiable offline: unpinned"

@@ -11,7 +11,6 @@ from __future__ import annotations
 from irgrid.core.modelref import ModelRef
 from irgrid.core.retrievers import Retriever, register
 from irgrid.cross_encoders import make_scorer, reranker_query
-from irgrid.runner.expressions import register_scorer
 
 UNVERIFIED = "revision unverified offline: left unpinned"
 
@@ -21,10 +20,10 @@ def cross_encoder(name: str, model: ModelRef, kind: str, reference: str, batch_s
     def query(artifact, ctx):  # listed as a plain retriever: says how to use it when it runs
         return reranker_query(artifact, ctx, name)
 
-    register_scorer(query, make_scorer, rerank_only=True)
     return register(Retriever(
         name=name, family="reranker", architecture="cross-encoder" if kind != "monot5" else "sequence-to-sequence",
         query=query, models={"model": model}, extra="dense", reference=reference,
+        make_scorer=make_scorer, rerank_only=True,  # scores a candidate set (right of >>), never retrieves
         options={"kind": kind, "batch_size": batch_size, "max_length": max_length},
         wiring={"kind": "the scoring head follows the checkpoint: list the re-ranker entry for the head you want "
                         "(`irgrid list --family reranker`)"},

@@ -128,3 +128,29 @@ def docs_render():
         sys.modules[name] = module
         spec.loader.exec_module(module)
     return sys.modules[name]
+
+
+# A third-party entry package as a user installs one: a module that registers entries when imported, declared by its
+# distribution in the `irgrid.entries` entry-point group (irgrid.core.entries).
+BM25_PISA_K12 = '''"""A third-party entry package: BM25 over PISA with k1=1.2 (irgrid's bm25-pisa: 0.9)."""
+from irgrid.core.retrievers import Retriever, register
+from irgrid.pipelines.sparse import PISA_PORTER2, bm25_query
+
+register(Retriever(name="bm25-pisa-k1.2", family="sparse", architecture="lexical", index=PISA_PORTER2,
+                   query=bm25_query, options={"k1": 1.2, "b": 0.4, "num_results": 1000},
+                   reference="a third-party entry (irgrid's tests)"))
+'''
+
+
+def install_entry_package(site: Path, distribution: str, module: str, source: str) -> dict[str, str]:
+    """Write `module` and the dist-info of `distribution` declaring it in the `irgrid.entries` group under `site`
+    (what `pip install` leaves in site-packages); returns an environment whose PYTHONPATH holds `site`."""
+    site.mkdir(parents=True, exist_ok=True)
+    (site / f"{module}.py").write_text(source)
+    info = site / f"{distribution.replace('-', '_')}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[irgrid.entries]\n{distribution} = {module}\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(site), *filter(None, [env.get("PYTHONPATH")])])
+    return env

@@ -299,7 +299,9 @@ def layout_page() -> str:
              "Generated from the module docstrings (their first paragraph) and the import contract in "
              "`pyproject.toml`. `src/irgrid/` is in layers, top to bottom: a module imports only from the layers "
              "below its own (checked by `make lint` with import-linter; `tests/unit/test_architecture.py` also "
-             "finds any import cycle, function-level imports included). Each module links to its API page.\n"]
+             "finds any import cycle, function-level imports included). The entries (`pipelines/`) are a layer "
+             "too: they wire the backends below them and extend the engine only through declared seams. Each "
+             "module links to its API page.\n"]
     placed: set[str] = set()
     for layer in layers():
         names = [n.strip() for n in layer.split("|")]
@@ -313,8 +315,10 @@ def layout_page() -> str:
         parts.append("")
     rest = [m for m in mods if m not in placed]
     parts.append("## Outside the layers\n")
-    parts.append("`irgrid` itself (the public functions), and `pipelines/`, the retriever entries (installed as "
-                 "`irgrid.pipelines`, one file per Table 1 family, loaded by `irgrid.core.entries`).\n")
+    parts.append("`irgrid` itself (the public functions). The layer `pipelines` is the top-level `pipelines/` "
+                 "folder, the retriever entries (installed as `irgrid.pipelines`, one file per Table 1 family, "
+                 "loaded by `irgrid.core.entries` through the `irgrid.entries` entry points; "
+                 "`src/irgrid/pipelines` links to it so that the contract checks it).\n")
     for mod in rest:
         parts.append(f"- [`{mod}`](../api/{_api_page(mod)}.md): {summary(mods[mod])}")
     parts.append("\nOther top-level folders: `experiments/` (YAML), `tests/` in tiers (`unit/`, `integration/`, "

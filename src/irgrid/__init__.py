@@ -97,7 +97,8 @@ def dataset(item: str | dict[str, Any], base: Any = ".") -> Any:
 def __getattr__(name: str) -> Any:
     """Public transformers and scorer registry, imported on first use (`import irgrid` stays light):
     `PerQueryMinMax` (the normalisation of the grammar's `+`), `rrf` (pyterrier-alpha's RRFusion, the grammar's
-    `rrf(...)`), `register_scorer` / `SCORERS` (query builder -> scorer factory: what can sit after `>>`)."""
+    `rrf(...)`), `register_scorer` / `SCORERS` (query builder -> scorer factory: what of your own can sit after
+    `>>`; entries declare theirs with `make_scorer`), `can_score` (whether an entry can)."""
     if name == "PerQueryMinMax":
         from irgrid.runner.transforms import PerQueryMinMax
 

@@ -127,9 +127,9 @@ def test_unicoil_paper_encodes_documents_with_the_expansion_checkpoint():
 
 def test_unicoil_query_and_document_aggregation():
     import pandas as pd
-    from irgrid.pipelines.learned_sparse import UNICOIL
 
     from irgrid.models.tiny import tiny_folder
+    from irgrid.pipelines.learned_sparse import UNICOIL
     from irgrid.sparse.impact import UniCoilEncoder, load_unicoil
 
     entry = irgrid.retriever("unicoil")
@@ -216,10 +216,10 @@ def test_rendered_prompts_and_decoding(name, chat_tokenizer):
 # -- docT5query ---------------------------------------------------------------------------------------------------
 def test_doct5query_input_length_sampling_and_expansion(monkeypatch):
     import pandas as pd
-    from irgrid.pipelines.expansion import DOC2QUERY
 
     from irgrid.generation import DocT5Query, load_seq2seq
     from irgrid.models.tiny import tiny_folder
+    from irgrid.pipelines.expansion import DOC2QUERY
 
     tokenizer, model = load_seq2seq(str(tiny_folder(DOC2QUERY.id, DOC2QUERY.arch, DOC2QUERY.tiny)), None, "cpu")
     seen = []
@@ -245,9 +245,8 @@ def test_doct5query_input_length_sampling_and_expansion(monkeypatch):
 
 # -- strict loading -----------------------------------------------------------------------------------------------
 def test_loaders_reject_mismatched_checkpoints():
-    from irgrid.pipelines.learned_sparse import load_splade
-
     from irgrid.models.tiny import tiny_folder
+    from irgrid.pipelines.learned_sparse import load_splade
     from irgrid.sparse.impact import load_token_regressor, load_unicoil
 
     plain_bert = str(tiny_folder("test/plain-bert", "bert"))  # BertModel: no token-regression or MLM head

@@ -5,10 +5,10 @@ from __future__ import annotations
 import itertools
 
 import pandas as pd
-from irgrid.pipelines.learned_sparse import load_splade
 
 from irgrid.data.datasets import get
 from irgrid.models.resolver import resolve
+from irgrid.pipelines.learned_sparse import load_splade
 from irgrid.sparse.splade import MaxFirstSpladeEncoder
 
 

@@ -19,11 +19,11 @@ import traceback
 from pathlib import Path
 
 import pandas as pd
-from irgrid.pipelines.sparse import bm25_query, build_pisa, open_pisa  # noqa: E402
 
 from irgrid import grid
 from irgrid.core import retrievers
 from irgrid.core.retrievers import DocStage, IndexRecipe, Retriever
+from irgrid.pipelines.sparse import bm25_query, build_pisa, open_pisa  # noqa: E402
 from irgrid.runner import cell as cell_mod
 from irgrid.runner.experiment import load
 from irgrid.runner.outputs import verify_outputs

@@ -181,10 +181,10 @@ def test_slurm_executor_runs_the_grid_and_reports_a_failed_cell(setup, tmp_path)
     """Through submitit: a real Slurm when one answers here (jobs with --dependency=afterok), else submitit's
     local cluster. A cell whose job raises is reported with its log; the others equal the local runner's."""
     import cloudpickle
-    from irgrid.pipelines.sparse import PISA_PORTER2
 
     from irgrid.cluster import state as grid_state
     from irgrid.core.retrievers import Retriever
+    from irgrid.pipelines.sparse import PISA_PORTER2
 
     root, exp, _ = setup
     cluster = "slurm" if _slurm_answers() else "local"

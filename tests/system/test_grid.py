@@ -151,9 +151,8 @@ def _raising_query(index, ctx):
 
 
 def test_a_failing_cell_is_recorded_and_the_grid_goes_on(vaswani_first, tmp_path):
-    from irgrid.pipelines.sparse import PISA_PORTER2
-
     from irgrid.core.retrievers import Retriever
+    from irgrid.pipelines.sparse import PISA_PORTER2
 
     broken = Retriever(name="broken", family="sparse", architecture="lexical", index=PISA_PORTER2,
                        query=_raising_query, options={})

@@ -14,12 +14,15 @@ SRC = ROOT / "src" / "irgrid"
 
 
 def _modules() -> dict[str, Path]:
+    """Every module of src/irgrid, and the entries of the top-level pipelines/ folder (`irgrid.pipelines`)."""
     out = {}
-    for f in SRC.rglob("*.py"):
+    for f in SRC.rglob("*.py"):  # src/irgrid/pipelines is a link to pipelines/: rglob does not follow it
         parts = ["irgrid", *f.relative_to(SRC).with_suffix("").parts]
         if parts[-1] == "__init__":
             parts = parts[:-1]
         out[".".join(parts)] = f
+    for f in (ROOT / "pipelines").glob("*.py"):
+        out["irgrid.pipelines" + ("" if f.stem == "__init__" else f".{f.stem}")] = f
     return out
 
 

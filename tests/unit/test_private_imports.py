@@ -11,12 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {"irgrid": ROOT / "src" / "irgrid", "irgrid.pipelines": ROOT / "pipelines"}
 
-# entries branch removes these: pipelines/ belongs to the `entries` engineer, who replaces the tiny builders with
-# public ones (register_architecture); the coordinator drops this allow-list at merge.
-ALLOWED = {
-    ("irgrid.pipelines.expansion", "irgrid.models.tiny._decoder"),
-    ("irgrid.pipelines.learned_sparse", "irgrid.models.tiny._bert"),
-}
+ALLOWED: set[tuple[str, str]] = set()
 
 
 def _private(name: str) -> bool:

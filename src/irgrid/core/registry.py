@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from irgrid.core.errors import Error
 
@@ -26,6 +26,10 @@ class DuplicateNameError(Error, ValueError):
     pass
 
 
+class RegistryError(Error, ValueError):
+    """An item registered lazily that cannot be made (it wraps itself, or its factory makes another name)."""
+
+
 def did_you_mean(name: str, known: list[str], n: int = 3) -> str:
     close = difflib.get_close_matches(name, known, n=n, cutoff=0.5)
     if not close:
@@ -33,10 +37,17 @@ def did_you_mean(name: str, known: list[str], n: int = 3) -> str:
     return f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
 
 
+class _Lazy:
+    """A registered name whose value is made on first lookup (`Registry.register_lazy`)."""
+
+    def __init__(self, make: Callable[[], Any]):
+        self.make, self.making = make, False
+
+
 class Registry(Generic[T]):
     def __init__(self, kind: str, loader: Callable[[], None] | None = None):
         self.kind = kind
-        self._items: dict[str, T] = {}
+        self._items: dict[str, T | _Lazy] = {}
         self._loader = loader
         self._loaded = loader is None
 
@@ -44,7 +55,11 @@ class Registry(Generic[T]):
         if not self._loaded:
             self._loaded = True  # set first: the loader registers into us
             assert self._loader is not None
-            self._loader()
+            try:
+                self._loader()
+            except BaseException:
+                self._loaded = False  # a failed load (a broken entry package) fails again, never half-loaded
+                raise
 
     def register(self, name: str, item: T) -> T:
         if name in self._items:
@@ -52,17 +67,40 @@ class Registry(Generic[T]):
         self._items[name] = item
         return item
 
+    def register_lazy(self, name: str, make: Callable[[], T]) -> None:
+        """Reserve `name` (its place in the listing, duplicates refused now) for the value `make()` returns on
+        first lookup: an item that wraps another by name resolves it then, not when its module is imported."""
+        if name in self._items:
+            raise DuplicateNameError(f"{self.kind} {name!r} is already registered; names must be unique")
+        self._items[name] = _Lazy(make)
+
+    def _value(self, name: str) -> T:
+        item = self._items[name]
+        if not isinstance(item, _Lazy):
+            return item
+        if item.making:
+            raise RegistryError(f"{self.kind} {name!r} wraps itself (directly or through the items it names)")
+        item.making = True
+        try:
+            value = item.make()
+        finally:
+            item.making = False
+        made = getattr(value, "name", name)
+        if made != name:
+            raise RegistryError(f"{self.kind} {name!r} was registered lazily but its factory made {made!r}")
+        self._items[name] = value
+        return value
+
     def get(self, name: str) -> T:
         self._ensure_loaded()
         if not isinstance(name, str):  # difflib's TypeError otherwise (issue 32)
             raise UnknownNameError(f"a {self.kind} name is text, got {name!r}; see `irgrid list` for the names")
-        try:
-            return self._items[name]
-        except KeyError:
+        if name not in self._items:
             hint = did_you_mean(name, list(self._items))
             raise UnknownNameError(
                 f"unknown {self.kind} {name!r}.{hint} See `irgrid list` for all {len(self._items)} names."
-            ) from None
+            )
+        return self._value(name)
 
     def __contains__(self, name: object) -> bool:
         self._ensure_loaded()
@@ -70,7 +108,7 @@ class Registry(Generic[T]):
 
     def __iter__(self) -> Iterator[T]:
         self._ensure_loaded()
-        return iter(list(self._items.values()))
+        return iter([self._value(name) for name in list(self._items)])
 
     def names(self) -> list[str]:
         self._ensure_loaded()

@@ -172,6 +172,11 @@ class Retriever:
     # other role's checkpoint goes with the entry's prompts, pooling and heads, so swapping it by an option would
     # silently pair mismatched parts
     swappable: tuple[str, ...] = ()
+    # how the entry scores a given candidate set (right of `>>`, `.scorer(ds)`): factory(entry, resolved models,
+    # device, opened index or None) -> transformer, read by irgrid.runner.expressions (not part of the key: the
+    # scorer follows the entry's configuration); `rerank_only`: it cannot retrieve (cross-encoders)
+    make_scorer: Callable[..., Any] | None = None
+    rerank_only: bool = False
 
     def __post_init__(self) -> None:
         if not self.name or set(self.name) - _NAME_CHARS or self.name[0] in "-.":
@@ -404,6 +409,12 @@ RETRIEVERS: Registry[Retriever] = Registry("retriever", loader=_load_entries)
 
 def register(entry: Retriever) -> Retriever:
     return RETRIEVERS.register(entry.name, entry)
+
+
+def register_lazy(name: str, make: Callable[[], Retriever]) -> None:
+    """Register an entry built on first lookup: for entries that wrap another entry by name (HyDE over a dense
+    entry), which then resolves after every entry module is imported, whatever their import order."""
+    RETRIEVERS.register_lazy(name, make)
 
 
 def get(name: str, tiny: bool | None = None) -> Retriever:

@@ -21,34 +21,38 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from irgrid.core import settings
+from irgrid.core import entries, settings
 from irgrid.core.files import atomic_dir, slug
 from irgrid.core.hashing import config_hash
+from irgrid.core.registry import DuplicateNameError
 
 VOCAB = 30522
 HIDDEN, LAYERS, HEADS, FFN = 32, 2, 2, 64
 
 
-def _bert(tf: Any) -> Any:
+def bert_config(tf: Any) -> Any:
+    """The tiny BERT configuration (`tf`: the transformers module): a base for entries' BERT-family heads."""
     return tf.BertConfig(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=LAYERS, num_attention_heads=HEADS,
                          intermediate_size=FFN, max_position_embeddings=512)
 
 
-def _decoder(cls: Any, **extra: Any) -> Any:
+def decoder_config(cls: Any, **extra: Any) -> Any:
+    """A tiny decoder-only configuration of the transformers config class `cls` (Qwen2Config, LlamaConfig, ...)."""
     return cls(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=LAYERS, num_attention_heads=HEADS,
                num_key_value_heads=1, head_dim=HIDDEN // HEADS, intermediate_size=FFN, max_position_embeddings=2048,
                pad_token_id=0, bos_token_id=101, eos_token_id=102, tie_word_embeddings=False, **extra)
 
 
 def _bert_cross_encoder(tf: Any) -> Any:  # the MS MARCO MiniLM cross-encoders: one relevance logit
-    config = _bert(tf)
+    config = bert_config(tf)
     config.num_labels = 1
     return config
 
 
-# arch -> (config factory, model class name). The classes are the ones the real checkpoints load into.
+# arch -> (config factory, model class name). The classes are the ones the real checkpoints load into. Entries add
+# the architectures of their own heads through `register_architecture` (a declared seam, as pipelines/ sits above).
 ARCHITECTURES: dict[str, tuple[Callable[[Any], Any], str]] = {
-    "bert": (_bert, "BertModel"),
+    "bert": (bert_config, "BertModel"),
     "distilbert": (lambda tf: tf.DistilBertConfig(vocab_size=VOCAB, dim=HIDDEN, n_layers=LAYERS, n_heads=HEADS,
                                                   hidden_dim=FFN, max_position_embeddings=512), "DistilBertModel"),
     "roberta": (lambda tf: tf.RobertaConfig(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=LAYERS,
@@ -74,13 +78,26 @@ ARCHITECTURES: dict[str, tuple[Callable[[Any], Any], str]] = {
                                                                 num_hidden_layers=LAYERS, num_attention_heads=HEADS,
                                                                 intermediate_size=FFN, pad_token_id=0),
                            "JinaEmbeddingsV3Model"),
-    "qwen2": (lambda tf: _decoder(tf.Qwen2Config), "Qwen2Model"),
-    "qwen3": (lambda tf: _decoder(tf.Qwen3Config), "Qwen3Model"),
-    "mistral": (lambda tf: _decoder(tf.MistralConfig), "MistralModel"),
-    "llama": (lambda tf: _decoder(tf.LlamaConfig), "LlamaModel"),
-    "gemma3-text": (lambda tf: _decoder(tf.Gemma3TextConfig, use_bidirectional_attention=True, sliding_window=64),
+    "qwen2": (lambda tf: decoder_config(tf.Qwen2Config), "Qwen2Model"),
+    "qwen3": (lambda tf: decoder_config(tf.Qwen3Config), "Qwen3Model"),
+    "mistral": (lambda tf: decoder_config(tf.MistralConfig), "MistralModel"),
+    "llama": (lambda tf: decoder_config(tf.LlamaConfig), "LlamaModel"),
+    "gemma3-text": (lambda tf: decoder_config(tf.Gemma3TextConfig, use_bidirectional_attention=True, sliding_window=64),
                     "Gemma3TextModel"),
 }
+
+
+def register_architecture(name: str, build_config: Callable[[Any], Any], model_class: str) -> None:
+    """Declare the tiny stand-in of an architecture that entries name in `ModelRef(arch=name)`: `build_config(tf)`
+    gets the transformers module and returns a small config (start from `bert_config` / `decoder_config`),
+    `model_class` is the transformers class the real checkpoint loads into (e.g. "BertForMaskedLM")."""
+    if name in ARCHITECTURES:
+        raise DuplicateNameError(f"tiny architecture {name!r} is already declared (as {ARCHITECTURES[name][1]}); "
+                                 f"give yours another name, or use the declared one")
+    if not callable(build_config) or not isinstance(model_class, str) or not model_class:
+        raise TypeError(f"register_architecture({name!r}, ...): expected build_config(tf) -> config and the "
+                        f"model class name, got {build_config!r}, {model_class!r}")
+    ARCHITECTURES[name] = (build_config, model_class)
 
 
 def tokenizer_source() -> Path:
@@ -100,6 +117,8 @@ def _seed(model_id: str) -> int:
 
 def tiny_folder(model_id: str, arch: str, parts: tuple[tuple[str, Any], ...] = (), build: bool = True) -> Path:
     """Build (once; not when `build` is False) and return the folder of the tiny model standing in for `model_id`."""
+    if arch not in ARCHITECTURES:
+        entries.load()  # the entries declare their heads' architectures (register_architecture)
     if arch not in ARCHITECTURES:
         raise ValueError(f"no tiny architecture {arch!r} (for {model_id}); known: {', '.join(sorted(ARCHITECTURES))}")
     key = config_hash({"id": model_id, "arch": arch, "parts": [list(p) for p in parts], "v": 1})

@@ -220,17 +220,33 @@ def refs(tree: Ref | Op) -> list[str]:
 
 # -- resolution: names -> entries, cycles, positions -------------------------------------------------------------
 
-# query builders of entries that can score a given candidate set: query builder -> scorer factory(entry, resolved
-# models, device, index or None). Dense entries are registered here (dense_scorer); re-ranker entries register
-# themselves (pipelines/rerankers.py). RERANK_ONLY: entries that cannot be a first stage.
+# How an entry scores a given candidate set: its own `make_scorer` (an entry declares it: the re-rankers of
+# pipelines/rerankers.py), else the factory registered for its query builder: query builder -> factory(entry,
+# resolved models, device, index or None). Dense and late-interaction query builders are registered here
+# (dense_scorer, late_scorer); `irgrid.register_scorer` lets users' own query builders score too. RERANK_ONLY:
+# query builders that cannot be a first stage (an entry says so itself with `rerank_only`).
 SCORERS: dict[Callable[..., Any], Callable[..., Any]] = {}
 RERANK_ONLY: set[Callable[..., Any]] = set()
 
 
 def register_scorer(query: Callable[..., Any], scorer: Callable[..., Any], rerank_only: bool = False) -> None:
+    """Let the entries built on the query builder `query` re-rank (`>>`, `.scorer(ds)`) through `scorer`; for
+    transformers of your own. An entry declared in pipelines/ says it with `Retriever(make_scorer=...)` instead."""
     SCORERS[query] = scorer
     if rerank_only:
         RERANK_ONLY.add(query)
+
+
+def scorer_factory(entry: Retriever) -> Callable[..., Any] | None:
+    """The factory that makes `entry` a scorer of given candidates (None: it cannot score)."""
+    ensure_scorers()
+    return entry.make_scorer or SCORERS.get(entry.query)
+
+
+def rerank_only(entry: Retriever) -> bool:
+    """Whether the entry only scores given candidates (it cannot be a first stage)."""
+    ensure_scorers()
+    return entry.rerank_only or entry.query in RERANK_ONLY
 
 
 def ensure_scorers() -> None:
@@ -409,10 +425,10 @@ def _check_positions(tree: Ref | Op, parts: Mapping[str, Retriever], mode: str, 
                               f"re-rank it, e.g. '(bm25 {tree.op} splade-tiny) >> all-minilm-l6-v2'")
     if isinstance(tree, Ref):
         entry = parts[tree.name]
-        if mode == "first" and entry.query in RERANK_ONLY:
+        if mode == "first" and rerank_only(entry):
             raise ExpressionError(f"{where}: pipeline {text!r}: {tree.name!r} is a re-ranker: it scores a "
                                   f"candidate set, so it goes after >>, e.g. 'bm25 % 100 >> {tree.name}'")
-        if mode == "rerank" and entry.query not in SCORERS:
+        if mode == "rerank" and scorer_factory(entry) is None:
             kind = "a pipeline" if isinstance(entry, Expression) else f"a {entry.family} entry"
             raise ExpressionError(f"{where}: pipeline {text!r}: {tree.name!r} ({kind}) cannot re-rank the "
                                   f"candidates of the left side of >>; re-rankers are dense bi-encoders, late-"
@@ -688,8 +704,9 @@ def _scorer(entry: Retriever, dataset: Dataset, store: Store, model_map: Mapping
     from irgrid.core import settings
     from irgrid.runner.cell import open_index, resolve_models
 
-    ensure_scorers()
-    factory = SCORERS[entry.query]
+    factory = scorer_factory(entry)
+    if factory is None:
+        raise ExpressionError(_scorer_hint(entry))
     index = open_index(entry, dataset, store, dict(model_map)) \
         if entry.index is not None and store.index_ready(entry.index, dataset) else None
     scorer = factory(entry, resolve_models(entry.all_models(), dict(model_map)), settings.device(), index)
@@ -827,12 +844,11 @@ def late_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None,
 
 def can_score(entry: Retriever) -> bool:
     """Whether the entry can re-rank a candidate set (a scorer is registered for it)."""
-    ensure_scorers()
-    return entry.query in SCORERS
+    return scorer_factory(entry) is not None
 
 
 def _scorer_hint(entry: Retriever) -> str:
-    kinds = sorted({f"{e.family}" for e in _registered() if e.query in SCORERS})
+    kinds = sorted({f"{e.family}" for e in _registered() if can_score(e)})
     return (f"{entry.name!r} ({entry.family}) cannot score given candidates; the entries that can re-rank are "
             f"of the families {', '.join(kinds)} (`irgrid list`); fuse first stages with "
             f"irgrid.PerQueryMinMax / irgrid.rrf instead")

@@ -1,7 +1,7 @@
 """The roles an entry hands out in Python, as PyTerrier artifacts hand out transformers:
 `irgrid.retriever(name).retriever(ds)` (first stage), `.scorer(ds)` (re-ranks the candidates it is given) and
 `.indexer(ds)` (builds the entry's index in the cache). The scorers are the ones a pipeline expression puts on
-the right of `>>` (`irgrid.runner.expressions.SCORERS`), so `bm25.retriever(ds) % 100 >> dense.scorer(ds)` is
+the right of `>>` (`irgrid.runner.expressions.scorer_factory`), so `bm25.retriever(ds) % 100 >> dense.scorer(ds)` is
 the YAML item `bm25 % 100 >> dense`.
 
 No silent re-retrieval: PyTerrier composes by data frames, so a first stage placed after another one receives
