@@ -407,6 +407,12 @@ class Store:
     def generations_db(self, model_id: str) -> Path:
         return self.root / "generations" / f"{model_id.replace('/', '--')}.sqlite"
 
+    def generation_pass(self, model_id: str, pass_id: str) -> Path:
+        """The artifact (lock and builds.log name) of one generation pass: the rows of a set of prompts in the
+        model's SQLite file, `pass_id` hashing their keys."""
+        db = self.generations_db(model_id)
+        return db.with_name(f"{db.name}#{pass_id}")
+
     def open_generations(self, model_id: str) -> sqlite3.Connection:
         """The generator's output table `gen(k, output, seconds, meta)`. Writers insert one batch per
         transaction (`with db:`), so concurrent jobs serialise on SQLite's lock and a killed writer's batch

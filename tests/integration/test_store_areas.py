@@ -104,9 +104,9 @@ def test_a_failed_generation_pass_keeps_the_batches_it_committed(tiny_generator,
     assert rerun.stats.hits == 2 and rerun.stats.calls == 1
 
 
-def test_concurrent_generators_write_one_row_per_prompt(tiny_generator):
-    """Two generators (two connections, two threads) on the same prompts: SQLite serialises the writers, and both
-    get the same (greedy) outputs."""
+def test_concurrent_generators_generate_a_pass_once(tiny_generator):
+    """Two generators (two connections, two threads, as two jobs) missing the same prompts: one generates them
+    under the pass's lock, the other waits and reads its rows; one row per prompt."""
     store, make = tiny_generator
     gens, results = [make(), make()], {}
 
@@ -119,6 +119,8 @@ def test_concurrent_generators_write_one_row_per_prompt(tiny_generator):
     for t in threads:
         t.join(120)
     assert results[0] == results[1] and len(results[0]) == 3
+    assert sorted(g.stats.calls for g in gens) == [0, 3] and sorted(g.stats.hits for g in gens) == [0, 3]
+    assert len(_kinds(store, "generations")) == 1
     with sqlite3.connect(store.generations_db(gens[0].resolved.ref.id)) as con:
         assert con.execute("SELECT COUNT(*) FROM gen").fetchone()[0] == 3
 
