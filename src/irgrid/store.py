@@ -11,8 +11,8 @@ lock (`irgrid.core.locks`) that its builder holds, so two jobs never build the s
 artifact actually built is recorded as one line of `builds.log` (which job built what, and when). Every area
 follows the same pattern: a path method, the artifact's lock held by its one builder, publication by rename, and a
 manifest (sizes and sha256) that readers check: a folder's inside it (`irgrid-index.json`, `irgrid-area.json`),
-a file's beside it (`<name>.manifest.json`). The generations area is a SQLite file per model, where SQLite's own
-locking and transactions play those parts (a killed writer's batch is rolled back, never read).
+a file's beside it (`<name>.manifest.json`). The generations area is a SQLite file per model: a pass (a set of missing
+prompts) has a lock, and each batch is one SQLite transaction (a killed writer's batch is rolled back, never read).
 """
 
 from __future__ import annotations
