@@ -1,7 +1,7 @@
 """The store's model-side areas (QA answers, published folders such as tiny models and dequantised GGUF weights):
 built by one job under the artifact's lock, published whole with a manifest, a killed or failed writer leaving
 nothing that reads as complete. Real processes and a real SIGKILL; no model weights (the tiny-model and generation
-areas with real models: tests/integration/test_store_areas.py)."""
+areas with real models: tests/integration/test_model_cache_areas.py)."""
 
 from __future__ import annotations
 
