@@ -424,24 +424,24 @@ class Store:
             db.execute("CREATE TABLE IF NOT EXISTS gen (k TEXT PRIMARY KEY, output TEXT, seconds REAL, meta TEXT)")
         return db
 
-    # -- DisastQA reader answers: one JSON file per QA cell --------------------------------------------------
-    def qa_answers_path(self, key: str) -> Path:
-        return self.root / "qa" / f"{key}.json"
+    # -- DisastQA answers: one JSON file per QA cell (live readers), per scored cell part (`area="replay"`) -------
+    def qa_answers_path(self, key: str, area: str = "") -> Path:
+        return self.root / "qa" / area / f"{key}.json"
 
-    def load_qa_answers(self, key: str, repair: bool = False):
-        """A QA cell's stored answers (a DataFrame), verified against their manifest; None when absent or
-        unverified (with `repair`, only under the cell's lock, a file that fails verification is moved aside,
-        named in a warning, and the cell recomputed). Files written before answers had manifests were published
-        by rename too, so they are read as they are."""
+    def load_qa_answers(self, key: str, repair: bool = False, area: str = "", dtype: dict[str, Any] | None = None):
+        """A QA cell's stored answers (a DataFrame; `dtype`: column types, default qid as str), verified against
+        their manifest; None when absent or unverified (with `repair`, only under the cell's lock, a file that
+        fails verification is moved aside, named in a warning, and the cell recomputed). Files written before
+        answers had manifests were published by rename too, so they are read as they are."""
         import pandas as pd
 
-        path = self.qa_answers_path(key)
+        path = self.qa_answers_path(key, area)
         if not path.exists():
             return None
         manifest = self.stage_manifest(path)
         problem = self.stage_problem(path) if manifest.exists() else None
         if problem is None:
-            cell = pd.read_json(path, orient="records", dtype={"qid": str})
+            cell = pd.read_json(path, orient="records", dtype=dtype or {"qid": str})
             if not manifest.exists() or len(cell) == json.loads(manifest.read_text())["rows"]:
                 return cell
             problem = f"{len(cell)} rows, its manifest says otherwise"
@@ -450,29 +450,30 @@ class Store:
             self.quarantine(path, problem)
         return None
 
-    def save_qa_answers(self, key: str, cell) -> Path:
+    def save_qa_answers(self, key: str, cell, area: str = "", precision: int = 10) -> Path:
         """Publish a QA cell's answers (call while holding `qa_answers_path(key)`'s lock): the file appears
-        under its name only when complete, then its manifest."""
-        path = self.qa_answers_path(key)
+        under its name only when complete, then its manifest. `precision`: significant digits of floats."""
+        path = self.qa_answers_path(key, area)
         with atomic_path(path, suffix=".json") as tmp:
-            tmp.write_text(cell.to_json(orient="records"))
+            tmp.write_text(cell.to_json(orient="records", double_precision=precision))
             manifest = {"rows": int(len(cell)), "size": tmp.stat().st_size, "sha256": file_digest(tmp)}
         write_text_atomic(self.stage_manifest(path), json.dumps(manifest, indent=2))
         self.record_build("qa-answers", path, rows=int(len(cell)))
         return path
 
-    def qa_answers(self, key: str, compute: Callable[[], Any], what: str = "QA cell"):
+    def qa_answers(self, key: str, compute: Callable[[], Any], what: str = "QA cell", area: str = "",
+                   dtype: dict[str, Any] | None = None, precision: int = 10):
         """(answers, computed): the stored answers of a QA cell, or `compute()`'s, computed by one job only
         (the others wait on the cell's lock and read what it published)."""
-        cell = self.load_qa_answers(key)
+        cell = self.load_qa_answers(key, area=area, dtype=dtype)
         if cell is not None:
             return cell, False
-        path = self.qa_answers_path(key)
+        path = self.qa_answers_path(key, area)
         with self.lock(path, f"{what} {key}"):
-            cell = self.load_qa_answers(key, repair=True)
+            cell = self.load_qa_answers(key, repair=True, area=area, dtype=dtype)
             if cell is not None:
                 return cell, False
             self.remove_leftovers(path)
             cell = compute()
-            self.save_qa_answers(key, cell)
+            self.save_qa_answers(key, cell, area, precision)
         return cell, True

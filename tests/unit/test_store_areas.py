@@ -200,3 +200,18 @@ def test_folders_of_older_versions_are_adopted_not_rebuilt(tmp_path):
     store.publish_folder(old, lambda tmp: pytest.fail("rebuilt an old folder"), "tiny-model", legacy="tiny.json")
     assert sorted(json.loads((old / AREA_MARKER).read_text())["files"]) == ["config.json", "tiny.json"]
     assert _kinds(tmp_path) == []  # adopted, not built
+
+
+def test_replay_parts_are_a_sub_area_with_full_precision(tmp_path):
+    """Replayed answers' scored parts (`qa/replay/`) keep 15 significant digits (pandas' default of 10 would move
+    cached means by ~1e-12) and their string columns."""
+    store = Store(tmp_path)
+    value = 0.123456789012345
+    part = pd.DataFrame({"qid": ["007"], "model": ["1"], "setting": ["golden"], "ROUGE-L": [value]})
+    dtype = {"qid": str, "model": str, "setting": str}
+    store.qa_answers(KEY, lambda: part, area="replay", precision=15, dtype=dtype)
+    assert store.qa_answers_path(KEY, "replay") == tmp_path / "qa" / "replay" / f"{KEY}.json"
+    cell, computed = store.qa_answers(KEY, lambda: pytest.fail("recomputed"), area="replay", dtype=dtype)
+    assert not computed and cell["ROUGE-L"].iloc[0] == pytest.approx(value, rel=1e-15, abs=0)
+    assert cell["qid"].iloc[0] == "007"
+    assert cell["model"].iloc[0] == "1"
