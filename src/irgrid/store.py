@@ -1,6 +1,7 @@
 """The on-disk cache: indexes keyed by (corpus, recipe hash), runs keyed by (dataset, retriever hash), and the
 model-side areas: generated texts per generator (`generations/`), dequantised packaged GGUF weights (`models/`),
-tiny random-weight models (`tiny-models/`) and DisastQA reader answers (`qa/`).
+tiny random-weight models (`tiny-models/`), DisastQA answers (`qa/`, replay's scored parts in `qa/replay/`)
+and the coverage judges' sentence embeddings (`qa/embeddings/`).
 
 Keys hash the full configuration, never just a name, so a changed option can never reuse a stale artifact
 (the trap of `pt.Experiment(save_mode='reuse')`, which matches runs by system name). Everything is written
@@ -417,11 +418,20 @@ class Store:
         """The generator's output table `gen(k, output, seconds, meta)`. Writers insert one batch per
         transaction (`with db:`), so concurrent jobs serialise on SQLite's lock and a killed writer's batch
         is rolled back; outputs are keyed by content, so two jobs writing the same key write the same row."""
-        path = self.generations_db(model_id)
+        return self.open_sqlite(self.generations_db(model_id),
+                                "CREATE TABLE IF NOT EXISTS gen (k TEXT PRIMARY KEY, output TEXT, seconds REAL, meta TEXT)")
+
+    def embeddings_db(self, model_key: str) -> Path:
+        """Sentence embeddings of the DisastQA coverage judges, one SQLite file per encoder (`qa/embeddings/`)."""
+        return self.root / "qa" / "embeddings" / f"{model_key}.sqlite"
+
+    @staticmethod
+    def open_sqlite(path: Path, schema: str) -> sqlite3.Connection:
+        """A content-keyed SQLite area file, its table created if needed; writers commit whole batches."""
         path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(str(path), check_same_thread=False, timeout=600)
         with db:
-            db.execute("CREATE TABLE IF NOT EXISTS gen (k TEXT PRIMARY KEY, output TEXT, seconds REAL, meta TEXT)")
+            db.execute(schema)
         return db
 
     # -- DisastQA answers: one JSON file per QA cell (live readers), per scored cell part (`area="replay"`) -------

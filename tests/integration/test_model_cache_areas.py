@@ -162,3 +162,21 @@ def test_live_qa_cells_are_answered_once_under_concurrent_runs(tmp_path, monkeyp
 
     monkeypatch.setattr(readers, "build_backend", refuse)
     assert runner.run(spec, store=store)["value"].tolist() == results[0]["value"].tolist()
+
+
+def test_judge_embeddings_are_served_from_the_store_area(tmp_path, monkeypatch):
+    """The coverage judges' sentence embeddings (all-MiniLM-L6-v2, shipped): a second cache over the same file
+    never loads the encoder."""
+    import numpy as np
+
+    from irgrid.models.resolver import resolve
+    from irgrid.qa.judges import EmbeddingCache
+
+    monkeypatch.setenv("IRGRID_CACHE", str(tmp_path))
+    location = resolve("sentence-transformers/all-MiniLM-L6-v2").location
+    texts = ["Shelters open at local schools.", "Evacuate before landfall."]
+    first = EmbeddingCache(location, "minilm-test", device="cpu")
+    assert first.path == Store(tmp_path).embeddings_db("minilm-test") == tmp_path / "qa" / "embeddings" / "minilm-test.sqlite"
+    vectors = first.encode(texts)
+    again = EmbeddingCache(location, "minilm-test", device="cpu")
+    assert np.array_equal(again.encode(texts), vectors) and again._model is None
