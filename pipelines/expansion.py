@@ -2,7 +2,7 @@
 
 Generators are model roles, so an experiment file can swap them (`options: {generator: org/name}`); HyDE's
 `encoder` option names the dense entry it wraps, and HyDE then shares that entry's index. Prompts are data,
-with their sources. Query-side generation is cached and its time counted in latency (irgrid.generation).
+with their sources. Query-side generation is cached and its time counted in latency (irgrid.generation.engine).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from irgrid.core import paper_code
-from irgrid.core.generation_prompts import Prompt
 from irgrid.core.modelref import ModelRef
 from irgrid.core.paper_code import code
 from irgrid.core.profiles import Setting
@@ -26,6 +25,7 @@ from irgrid.core.retrievers import (
     register,
     register_lazy,
 )
+from irgrid.generation.spec import Decoding, Prompt
 from irgrid.models.tiny import decoder_config, register_architecture
 from irgrid.pipelines import sparse
 from irgrid.pipelines.sparse import LUCENE_FLAT, build_lucene, open_lucene
@@ -87,7 +87,7 @@ GEN_OPTIONS = {"max_new_tokens": 128, "gen_batch_size": 8, "prompt": QUERY2DOC_P
                "seed": 0}
 
 def _generator(ctx: QueryContext, source: str):
-    from irgrid.generation import Decoding, Generator
+    from irgrid.generation.engine import Generator
 
     o = ctx.options
     decoding = Decoding(max_new_tokens=int(o["max_new_tokens"]), batch_size=int(o["gen_batch_size"]),
@@ -101,7 +101,7 @@ def _generator(ctx: QueryContext, source: str):
 def doc2query_stage(ctx: BuildContext):
     import pyterrier as pt
 
-    from irgrid.generation import DocT5Query, load_seq2seq
+    from irgrid.generation.doc2query import DocT5Query, load_seq2seq
 
     p, gen = ctx.params, ctx.models["generator"]
     model = load_seq2seq(gen.location, gen.kwargs().get("revision"), ctx.device)
@@ -174,7 +174,7 @@ register(make_doct5query({"k1": 0.9, "b": 0.4, "num_results": 1000, "num_samples
 
 # -- query2doc ----------------------------------------------------------------------------------------------------
 def query2doc_query(index, ctx: QueryContext):
-    from irgrid.generation import Expand
+    from irgrid.generation.engine import Expand
 
     return Expand(_generator(ctx, "query2doc"), mode="query2doc", repeats=int(ctx.options["repeats"])) >> \
         bm25_query(index, ctx)
@@ -220,7 +220,7 @@ def hyde_query(index, ctx: QueryContext):
     from irgrid.dense.engine import engine_for
     from irgrid.dense.entry import side_spec
     from irgrid.dense.search import ExactRetriever
-    from irgrid.generation import Expand
+    from irgrid.generation.engine import Expand
 
     spec = side_spec(ctx.options, "q")  # the wrapped dense entry's spec as profiled (carried by value)
     batch = int(ctx.options["batch_size"])

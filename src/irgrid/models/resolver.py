@@ -14,7 +14,6 @@ import os
 from pathlib import Path
 
 from irgrid.core.errors import Error
-from irgrid.core.files import slug
 from irgrid.core.modelref import ModelRef, Resolved
 
 
@@ -37,7 +36,7 @@ PACKAGED_GGUF: dict[str, tuple[str, str, str]] = {
 
 
 def _gguf_folder(model_id: str, check_only: bool = False) -> tuple[str, Path] | None:
-    """The dequantised HF folder of a GGUF-shipping package ($IRGRID_CACHE/models/...), made on first use
+    """The dequantised HF folder of a GGUF-shipping package (the store's `models/` area), made on first use
     (`check_only`: only where it is or would be; nothing is dequantised)."""
     if model_id not in PACKAGED_GGUF:
         return None
@@ -48,22 +47,27 @@ def _gguf_folder(model_id: str, check_only: bool = False) -> tuple[str, Path] | 
     gguf = Path(next(iter(spec.submodule_search_locations))) / filename
     if not gguf.exists():
         return None
-    from irgrid.core import settings
-    from irgrid.core.files import atomic_dir
+    from irgrid.store import Store
 
-    folder = settings.cache_root() / "models" / f"{slug(model_id)}-{dist}-gguf"
-    if not check_only and not (folder / "config.json").exists():
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=filename)
-        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=filename)
-        model.hf_quantizer = None  # the weights are plain tensors now: save them as such
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-        with atomic_dir(folder) as tmp:
-            model.save_pretrained(tmp)
-            tokenizer.save_pretrained(tmp)
+    store = Store()
+    folder = store.gguf_dir(model_id, dist)
+    if not check_only:  # dequantised once under its lock, with a manifest (older folders: adopted)
+        store.publish_folder(folder, lambda tmp: _dequantise(gguf, tmp), "gguf", legacy="config.json",
+                             model=model_id, package=dist)
     return f"{dist} (GGUF, dequantised)", folder
+
+
+def _dequantise(gguf: Path, folder: Path) -> None:
+    """A GGUF file as a plain HF folder (transformers dequantises; needs the `gguf` package)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    model.hf_quantizer = None  # the weights are plain tensors now: save them as such
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
 
 
 _explicit: dict[str, str] = {}

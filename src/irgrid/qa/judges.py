@@ -35,7 +35,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,22 +94,19 @@ def lexical_scores(answer: str, key_points: Sequence[str]) -> np.ndarray:
 
 
 class EmbeddingCache:
-    """Normalised sentence embeddings, one sqlite file per model under $IRGRID_CACHE/qa/embeddings: each text
-    is encoded once, whichever judge, replay or test asks for it."""
+    """Normalised sentence embeddings, one sqlite file per model in the store's `qa/embeddings/` area: each text
+    is encoded once, whichever judge, replay or test asks for it; each chunk is one transaction."""
 
     def __init__(self, location: str, model_key: str, device: str | None = None, batch_size: int = 64):
-        from irgrid.core import settings
+        from irgrid.store import Store
 
         self.location = location
         self.device = device
         self.batch_size = batch_size
         self._model = None
-        path = settings.cache_root() / "qa" / "embeddings" / f"{model_key}.sqlite"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self.db = sqlite3.connect(str(path), timeout=600)
-        self.db.execute("CREATE TABLE IF NOT EXISTS emb (h TEXT PRIMARY KEY, v BLOB)")
-        self.db.commit()
+        store = Store()
+        self.path = store.embeddings_db(model_key)
+        self.db = store.open_sqlite(self.path, "CREATE TABLE IF NOT EXISTS emb (h TEXT PRIMARY KEY, v BLOB)")
 
     @property
     def model(self):

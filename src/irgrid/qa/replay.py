@@ -47,7 +47,6 @@ import pandas as pd
 
 from irgrid.core import settings
 from irgrid.core.errors import Error
-from irgrid.core.files import write_text_atomic
 from irgrid.core.hashing import config_hash
 from irgrid.core.markdown import markdown_table
 from irgrid.data import disastqa as data
@@ -301,17 +300,19 @@ def _oe_base(g: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _cached(path: Path, compute, what: str, stats: dict[str, Any]) -> pd.DataFrame:
-    """A cell part from the cache, or computed, timed and stored (atomically) when absent."""
-    if path.exists():
+def _cached(key: str, compute, what: str, stats: dict[str, Any]) -> pd.DataFrame:
+    """A cell part from the store's QA area (`qa/replay/`), or computed (by one job, under its lock), timed and
+    published when absent."""
+    from irgrid.store import Store
+
+    start = time.perf_counter()
+    # 15 significant digits (pandas' maximum; its default of 10 would move cached means by ~1e-12)
+    part, computed = Store().qa_answers(key, compute, f"replay {what}", area="replay", precision=15,
+                                        dtype={"qid": str, "model": str, "setting": str})
+    if not computed:
         log.info("replay %s: cached", what)
         stats["cached"] += 1
-        return pd.read_json(path, orient="records", dtype={"qid": str, "model": str, "setting": str})
-    start = time.perf_counter()
-    part = compute()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # 15 significant digits (pandas' maximum; its default of 10 would move cached means by ~1e-12)
-    write_text_atomic(path, part.to_json(orient="records", double_precision=15))
+        return part
     took = time.perf_counter() - start
     stats["computed"] += 1
     stats["seconds"][what] = round(took, 1)
@@ -356,20 +357,19 @@ def score(frame: pd.DataFrame, judge: judges.Judge | None = None, bertscore: str
                                            baseline=bert_cfg.get("rescale_baseline")))
         return bert[0]
 
-    root = settings.cache_root() / "qa" / "replay"
     stats: dict[str, Any] = {"computed": 0, "cached": 0, "seconds": {}}
     info["cells"] = stats
     parts = []
     for (model, setting), g in frame.groupby(["model", "setting"], sort=False):
         if task == "mcq":
-            path = root / f"{_cell_key(task, g, {'authors_lookup': g['authors_lookup'].tolist()})}.json"
-            parts.append(_cached(path, lambda g=g: _score_mcq(g), f"{model} / {setting} / mcq",
+            key = _cell_key(task, g, {'authors_lookup': g['authors_lookup'].tolist()})
+            parts.append(_cached(key, lambda g=g: _score_mcq(g), f"{model} / {setting} / mcq",
                                  stats))
             continue
         cell = _oe_base(g)
         for group in wanted:
-            path = root / f"{_cell_key(task, g, {'group': group, **configs[group]})}.json"
-            part = _cached(path, lambda g=g, group=group: _score_oe(
+            key = _cell_key(task, g, {'group': group, **configs[group]})
+            part = _cached(key, lambda g=g, group=group: _score_oe(
                 g, group, judge, scorer, encoder() if group == "bertscore" else None, tuple(oe_measures)),
                 f"{model} / {setting} / oe / {group}", stats)
             cell = pd.concat([cell, part.reset_index(drop=True)], axis=1)

@@ -10,13 +10,14 @@ retrieval quality of every retriever used by a Retrieved setting on the derived 
 * items.csv: every answer (prompt, raw output, parsed answer, per-item scores, evidence docnos)
 * results.md, manifest.json (packages, models and where they loaded from, configuration hashes)
 
-Generated answers are cached under `$IRGRID_CACHE/qa/` keyed by the full cell configuration (reader, setting,
+Generated answers are cached in the store's QA area (`$IRGRID_CACHE/qa/`, under a lock per cell) keyed by the full cell configuration (reader, setting,
 retriever configuration, prompts, generation budget, item ids): re-running recomputes nothing, and changing one
 thing recomputes only the cells it affects.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -28,7 +29,6 @@ import pandas as pd
 
 from irgrid.core import settings, significance
 from irgrid.core.errors import Error
-from irgrid.core.files import write_text_atomic
 from irgrid.core.hashing import config_hash
 from irgrid.core.markdown import markdown_table
 from irgrid.core.schema import Key, Schema
@@ -224,29 +224,67 @@ def _cell_key(spec: QASpec, reader: readers.Reader, setting: Setting, task: str,
                        length=16)
 
 
-def _cache_path(key: str) -> Path:
-    return settings.cache_root() / "qa" / f"{key}.json"
+@dataclass
+class _LiveReaders:
+    """What answering live (hf, openai) cells shares across cells: one reader per entry, one retrieval pipeline
+    per retriever, the models manifest."""
+
+    readers: dict[str, readers.QAReader] = field(default_factory=dict)
+    retrieval: dict[str, Any] = field(default_factory=dict)
+    manifest_models: dict[str, Any] = field(default_factory=dict)
+
+    def reader(self, spec: QASpec, reader: readers.Reader) -> readers.QAReader:
+        from irgrid.models import resolver as models_mod
+
+        if reader.name not in self.readers:
+            resolved = models_mod.resolve(reader.model, spec.models) if reader.backend == "hf" else None
+            location = resolved.location if resolved else reader.model.id
+            self.manifest_models[reader.name] = (resolved.manifest() if resolved else
+                                                 {"id": reader.model.id, "source": "api",
+                                                  "location": reader.base_url or "api.openai.com"})
+            backend = readers.build_backend(reader, location, settings.device())
+            self.readers[reader.name] = readers.QAReader(reader, backend, templates=spec.templates,
+                                                         **_generation(spec))
+        return self.readers[reader.name]
+
+    def answer(self, spec: QASpec, reader: readers.Reader, setting: Setting, df: pd.DataFrame, dataset, store,
+               what: str) -> pd.DataFrame:
+        """One cell's answers (prompt, raw output, parsed answer, evidence docnos, seconds per item)."""
+        from irgrid.core.retrievers import get as get_retriever
+        from irgrid.runner.cell import build_pipeline
+
+        reader_obj = self.reader(spec, reader)
+        if setting.kind == "retrieved":
+            if setting.retriever not in self.retrieval:
+                self.retrieval[setting.retriever] = build_pipeline(get_retriever(setting.retriever), dataset, store,
+                                                                   spec.models)
+            ev = evidence.RetrievedEvidence(self.retrieval[setting.retriever], setting.k)
+        else:
+            ev = evidence.fixed(setting.kind)
+        start = time.perf_counter()
+        out = (ev >> reader_obj).transform(df)
+        seconds = time.perf_counter() - start
+        cell = out[["qid", "prompt", "qanswer", "pred", "evidence_docnos"]].copy()
+        cell["seconds_per_item"] = seconds / max(len(df), 1)
+        log.info("%s: %d items in %.1f s", what, len(df), seconds)
+        return cell
 
 
 def run_cells(spec: QASpec, items: dict[str, pd.DataFrame], dataset, store) -> tuple[pd.DataFrame, dict]:
     """Generate (or load) every answer; returns the item-level frame and the models manifest."""
     from irgrid.core.retrievers import get as get_retriever
     from irgrid.models import resolver as models_mod
-    from irgrid.runner.cell import build_pipeline
 
-    frames, manifest_models = [], {}
-    retrieval_cache: dict[str, Any] = {}
+    frames = []
+    live = _LiveReaders()
+    manifest_models = live.manifest_models
     for reader in spec.readers:
         reader_obj = None
         for setting in spec.settings:
             retriever_key = get_retriever(setting.retriever).key() if setting.retriever else None
             for task, df in items.items():
                 key = _cell_key(spec, reader, setting, task, list(df["qid"]), retriever_key, dataset.name)
-                path = _cache_path(key)
-                if path.exists():
-                    cell = pd.read_json(path, orient="records", dtype={"qid": str})
-                    log.info("qa cell %s / %s / %s: cached", reader.name, setting.name, task)
-                elif reader.backend == "replay":
+                if reader.backend == "replay":
                     from irgrid.qa import replay
 
                     if reader_obj is None:
@@ -258,34 +296,12 @@ def run_cells(spec: QASpec, items: dict[str, pd.DataFrame], dataset, store) -> t
                     except replay.ReplayError as e:
                         raise QAExperimentError(str(e)) from None
                     cell["seconds_per_item"] = 0.0
-                else:
-                    if reader_obj is None:
-                        resolved = (models_mod.resolve(reader.model, spec.models) if reader.backend == "hf"
-                                    else None)
-                        location = resolved.location if resolved else reader.model.id
-                        manifest_models[reader.name] = (resolved.manifest() if resolved else
-                                                        {"id": reader.model.id, "source": "api",
-                                                         "location": reader.base_url or "api.openai.com"})
-                        backend = readers.build_backend(reader, location, settings.device())
-                        reader_obj = readers.QAReader(reader, backend, templates=spec.templates,
-                                                      **_generation(spec))
-                    if setting.kind == "retrieved":
-                        if setting.retriever not in retrieval_cache:
-                            retrieval_cache[setting.retriever] = build_pipeline(
-                                get_retriever(setting.retriever), dataset, store, spec.models)
-                        ev = evidence.RetrievedEvidence(retrieval_cache[setting.retriever], setting.k)
-                    else:
-                        ev = evidence.fixed(setting.kind)
-                    start = time.perf_counter()
-                    out = (ev >> reader_obj).transform(df)
-                    seconds = time.perf_counter() - start
-                    keep = ["qid", "prompt", "qanswer", "pred", "evidence_docnos"]
-                    cell = out[keep].copy()
-                    cell["seconds_per_item"] = seconds / max(len(df), 1)
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    write_text_atomic(path, cell.to_json(orient="records"))
-                    log.info("qa cell %s / %s / %s: %d items in %.1f s", reader.name, setting.name, task,
-                             len(df), seconds)
+                else:  # the store's QA area: one job answers a cell, under its lock; the others read its answers
+                    what = f"qa cell {reader.name} / {setting.name} / {task}"
+                    answer = functools.partial(live.answer, spec, reader, setting, df, dataset, store, what)
+                    cell, computed = store.qa_answers(key, answer, what=what)
+                    if not computed:
+                        log.info("%s: cached", what)
                 cell["qid"] = cell["qid"].astype(str)
                 cell.insert(0, "task", task)
                 cell.insert(1, "reader", reader.name)

@@ -1,9 +1,10 @@
-"""Text generation for expansion retrievers (query2doc, HyDE): batched, deterministic, cached.
+"""The cached causal-LM generator of expansion retrievers (query2doc, HyDE): batched, deterministic, cached.
 
 Every generation is keyed by (model id, revision, resolved weights, prompt template, decoding settings, input),
 so a second run of the same grid makes no model calls, while a changed prompt or model regenerates. The time
 the model took is stored with each output and counted in query latency even when served from the cache
-(the paper's code leaves generation time out of latency; we do not).
+(the paper's code leaves generation time out of latency; we do not). The outputs live in the store's
+generations area (`Store.generations_db`: one SQLite file per model, each batch one transaction).
 """
 
 from __future__ import annotations
@@ -21,40 +22,11 @@ from typing import Any
 import pandas as pd
 import pyterrier as pt
 
-from irgrid.core import generation_prompts as prompts
-from irgrid.core import settings
-from irgrid.core.generation_prompts import Prompt
 from irgrid.core.hashing import config_hash
+from irgrid.generation.spec import Decoding, Prompt
 from irgrid.models.cache import cached_model
 from irgrid.models.devices import pick_device
-
-
-@dataclass(frozen=True)
-class Decoding(prompts.Decoding):
-    """Decoding settings of an entry (its options): greedy by default; `do_sample` with `temperature`, `top_p`,
-    `top_k` (None: the checkpoint's generation_config decides, as in a plain `generate(do_sample=True, ...)`
-    call); `max_input_length` truncates the rendered prompt (None: no truncation). A greedy configuration keeps
-    the key of `prompts.Decoding`, so caches written before these knobs existed stay valid."""
-
-    do_sample: bool = False
-    temperature: float | None = None
-    top_p: float | None = None
-    top_k: int | None = None
-    max_input_length: int | None = None
-
-    def config(self) -> dict[str, Any]:
-        out = super().config()
-        extra = {"do_sample": self.do_sample, "temperature": self.temperature, "top_p": self.top_p,
-                 "top_k": self.top_k, "max_input_length": self.max_input_length}
-        out.update({k: v for k, v in extra.items() if v not in (None, False)})
-        return out
-
-    def generate_kwargs(self) -> dict[str, Any]:
-        kw: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "do_sample": self.do_sample}
-        if self.do_sample:
-            kw.update({k: v for k, v in (("temperature", self.temperature), ("top_p", self.top_p),
-                                         ("top_k", self.top_k)) if v is not None})
-        return kw
+from irgrid.store import Store
 
 
 def render_chat(tokenizer, prompt: Prompt, text: str) -> str:
@@ -102,70 +74,93 @@ class GenerationStats:
 
 @dataclass
 class Generator:
-    """A causal LM behind a persistent cache. `resolved` is an `irgrid.core.modelref.Resolved`."""
+    """A causal LM behind a persistent cache (the store's generations area). `resolved` is an
+    `irgrid.core.modelref.Resolved`; `store` defaults to the cache at `$IRGRID_CACHE`."""
 
     resolved: Any
     prompt: Prompt
     decoding: Decoding = field(default_factory=Decoding)
     device: str | None = None
     stats: GenerationStats = field(default_factory=GenerationStats)
+    store: Store | None = None
 
     def key(self) -> str:
         return config_hash({"model": self.resolved.ref.config(), "prompt": self.prompt.config(),
                             "decoding": self.decoding.config()})
 
     @functools.cached_property
-    def _db(self) -> sqlite3.Connection:
-        path = settings.cache_root() / "generations" / f"{self.resolved.ref.id.replace('/', '--')}.sqlite"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(str(path), check_same_thread=False, timeout=60)
-        db.execute("CREATE TABLE IF NOT EXISTS gen (k TEXT PRIMARY KEY, output TEXT, seconds REAL, meta TEXT)")
-        return db
+    def _store(self) -> Store:
+        return self.store or Store()
 
-    _lock = threading.Lock()
+    @functools.cached_property
+    def _db(self) -> sqlite3.Connection:
+        return self._store.open_generations(self.resolved.ref.id)
+
+    _lock = threading.Lock()  # one connection per generator, shared by the threads of a process
 
     def _item_key(self, text: str) -> str:
         return hashlib.sha256(f"{self.key()}\x00{text}".encode()).hexdigest()
 
-    def generate(self, inputs: Sequence[str]) -> list[str]:
-        keys = [self._item_key(t) for t in inputs]
+    def _lookup(self, keys: Sequence[str]) -> dict[str, tuple[str, float]]:
         found: dict[str, tuple[str, float]] = {}
         for start in range(0, len(keys), 500):
-            chunk = keys[start: start + 500]
-            rows = self._db.execute(f"SELECT k, output, seconds FROM gen WHERE k IN ({','.join('?' * len(chunk))})",
-                                    chunk).fetchall()
+            chunk = list(keys[start: start + 500])
+            with self._lock:
+                rows = self._db.execute(f"SELECT k, output, seconds FROM gen WHERE k IN ({','.join('?' * len(chunk))})",
+                                        chunk).fetchall()
             found.update({k: (o, s) for k, o, s in rows})
+        return found
+
+    def generate(self, inputs: Sequence[str]) -> list[str]:
+        """The outputs for `inputs`, generating only those the generations area lacks. A pass (the missing
+        prompts) is generated by one job: another job missing the same prompts waits on the pass's lock and
+        reads the rows it committed."""
+        keys = [self._item_key(t) for t in inputs]
+        found = self._lookup(keys)
         missing = list(dict.fromkeys(t for t, k in zip(inputs, keys) if k not in found))
+        generated: set[str] = set()
+        if missing:
+            pass_id = hashlib.sha256("\n".join(sorted(self._item_key(t) for t in missing)).encode()).hexdigest()[:16]
+            artifact = self._store.generation_pass(self.resolved.ref.id, pass_id)
+            with self._store.lock(artifact, f"generations of {self.resolved.ref} ({len(missing)} prompts)"):
+                found.update(self._lookup([self._item_key(t) for t in missing]))  # another job's pass, if any
+                missing = [t for t in missing if self._item_key(t) not in found]
+                if missing:
+                    found.update(self._generate_missing(missing))
+                    generated = {self._item_key(t) for t in missing}
+                    self._store.record_build("generations", artifact, model=str(self.resolved.ref),
+                                             outputs=len(missing), key=self.key())
         for k in keys:
-            if k in found:
+            if k not in generated:
                 self.stats.hits += 1
                 self.stats.cached_seconds += found[k][1]
-        bar = None
-        if missing:  # one bar per generation pass, in prompts, with rate and ETA (cached prompts skip it)
-            from tqdm.auto import tqdm
+        return [found[k][0] for k in keys]
 
-            from irgrid.core.console import progress_stream
+    def _generate_missing(self, missing: list[str]) -> dict[str, tuple[str, float]]:
+        """Generate in batches, each committed as one transaction (a killed pass keeps its finished batches)."""
+        from tqdm.auto import tqdm
 
-            stream = progress_stream()
-            bar = tqdm(total=len(missing), desc=f"generating with {self.resolved.ref}", unit="prompt",
-                       file=stream, mininterval=0.5 if stream.isatty() else 30, leave=False)
+        from irgrid.core.console import progress_stream
+
+        stream = progress_stream()  # one bar per generation pass, in prompts, with rate and ETA
+        bar = tqdm(total=len(missing), desc=f"generating with {self.resolved.ref}", unit="prompt",
+                   file=stream, mininterval=0.5 if stream.isatty() else 30, leave=False)
+        out: dict[str, tuple[str, float]] = {}
+        meta = json.dumps({"model": str(self.resolved.ref), "source": self.resolved.source})
         for start in range(0, len(missing), self.decoding.batch_size):
             batch = missing[start: start + self.decoding.batch_size]
             t0 = time.perf_counter()
             outputs = self._generate_batch(batch)
-            if bar is not None:
-                bar.update(len(batch))
+            bar.update(len(batch))
             per_item = (time.perf_counter() - t0) / len(batch)
             self.stats.calls += len(batch)
             self.stats.model_seconds += per_item * len(batch)
-            meta = json.dumps({"model": str(self.resolved.ref), "source": self.resolved.source})
+            rows = [(self._item_key(t), o, per_item, meta) for t, o in zip(batch, outputs)]
             with self._lock, self._db:
-                self._db.executemany("INSERT OR REPLACE INTO gen VALUES (?, ?, ?, ?)",
-                                     [(self._item_key(t), o, per_item, meta) for t, o in zip(batch, outputs)])
-            found.update({self._item_key(t): (o, per_item) for t, o in zip(batch, outputs)})
-        if bar is not None:
-            bar.close()
-        return [found[k][0] for k in keys]
+                self._db.executemany("INSERT OR REPLACE INTO gen VALUES (?, ?, ?, ?)", rows)
+            out.update({k: (o, sec) for k, o, sec, _ in rows})
+        bar.close()
+        return out
 
     def _generate_batch(self, texts: list[str]) -> list[str]:
         import torch
@@ -173,11 +168,10 @@ class Generator:
         tokenizer, model = _load_causal_lm(self.resolved.location, self.resolved.kwargs().get("revision"),
                                            self.device)
         rendered = [render_chat(tokenizer, self.prompt, text) for text in texts]
-        limit = getattr(self.decoding, "max_input_length", None)
+        limit = self.decoding.max_input_length
         enc = tokenizer(rendered, return_tensors="pt", padding=True, add_special_tokens=False,
                         **({"truncation": True, "max_length": int(limit)} if limit else {})).to(model.device)
-        kwargs = self.decoding.generate_kwargs() if hasattr(self.decoding, "generate_kwargs") else \
-            {"max_new_tokens": self.decoding.max_new_tokens, "do_sample": False}
+        kwargs = self.decoding.generate_kwargs()
         torch.manual_seed(self.decoding.seed)
         with torch.inference_mode():
             out = model.generate(**enc, pad_token_id=tokenizer.pad_token_id, **kwargs)
@@ -217,59 +211,3 @@ class Expand(pt.Transformer):
             out["query"] = [" ".join([q] * self.repeats + [g]) for q, g in zip(topics["query"], generated)]
             return out
         return topics.assign(**{self.out_column: generated})
-
-
-# -- docT5query ---------------------------------------------------------------------------------------------------
-@cached_model
-def load_seq2seq(location: str, revision: str | None, device: str | None):
-    """A docT5query checkpoint, loaded strictly. pyterrier-doc2query's Doc2Query loads non-strictly and fixes the
-    input length at 64 tokens (the model card and the paper's code use 320/512), hence our own small stage."""
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-
-    from irgrid.models.loading import from_pretrained_strict
-
-    kwargs = {"revision": revision} if revision else {}
-    tokenizer = AutoTokenizer.from_pretrained(location, **kwargs)
-    model = from_pretrained_strict(AutoModelForSeq2SeqLM, location, what=f"docT5query {location}", **kwargs)
-    dev = pick_device(device)
-    return tokenizer, model.to(dev).eval()
-
-
-class DocT5Query(pt.Transformer):
-    """Appends `num_samples` generated queries to each document's text (docT5query): the document truncated to
-    `input_max_length` tokens, queries sampled up to `max_length` tokens (top-k and/or nucleus sampling), the
-    expansion `text + " " + " ".join(queries)` as in the paper's code. Sampling is seeded once per instance."""
-
-    def __init__(self, model, num_samples: int = 3, input_max_length: int = 512, max_length: int = 64,
-                 do_sample: bool = True, top_k: int | None = 10, top_p: float | None = None, batch_size: int = 8,
-                 seed: int = 0):
-        import torch
-
-        self.tokenizer, self.model = model
-        self.num_samples, self.input_max_length, self.max_length = num_samples, input_max_length, max_length
-        self.do_sample, self.top_k, self.top_p, self.batch_size = do_sample, top_k, top_p, batch_size
-        torch.manual_seed(seed)
-
-    def queries(self, texts: list[str]) -> list[list[str]]:
-        import torch
-
-        enc = self.tokenizer(texts, max_length=self.input_max_length, truncation=True, padding=True,
-                             return_tensors="pt").to(self.model.device)
-        kw: dict[str, Any] = {"max_length": self.max_length, "do_sample": self.do_sample,
-                              "num_return_sequences": self.num_samples}
-        kw.update({k: v for k, v in (("top_k", self.top_k), ("top_p", self.top_p)) if v is not None})
-        with torch.inference_mode():
-            out = self.model.generate(**enc, **kw)
-        decoded = self.tokenizer.batch_decode(out, skip_special_tokens=True)
-        n = self.num_samples
-        return [decoded[i * n:(i + 1) * n] for i in range(len(texts))]
-
-    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        if len(inp) == 0:
-            return inp
-        texts = inp["text"].astype(str).tolist()
-        expanded = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = texts[start: start + self.batch_size]
-            expanded += [" ".join([t, *qs]) for t, qs in zip(batch, self.queries(batch))]
-        return inp.assign(text=expanded)
