@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from irgrid.core.enums import NameEnum
 from irgrid.core.errors import Error
@@ -43,6 +43,15 @@ class Family(NameEnum):
 
 FAMILIES: tuple[Family, ...] = tuple(Family)
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-.")
+
+
+class EncoderWiring(Protocol):
+    """An entry's encoder wiring as this layer sees it (`irgrid.dense.spec.EncoderSpec` is the one there is): a
+    name, and how cache keys name it (`Retriever.keyed_options`)."""
+
+    name: str
+
+    def wiring_options(self) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -132,6 +141,7 @@ class QueryContext:
     options: Mapping[str, Any]
     models: Mapping[str, Resolved]
     device: str | None = None
+    encoder: EncoderWiring | None = None  # the entry's dense encoder spec (`Retriever.encoder`), for its query side
 
 
 @dataclass(frozen=True, eq=False)
@@ -165,8 +175,14 @@ class Retriever:
     # every checkpoint is its tiny stand-in (`with_tiny_models`); kept so that re-derived variants stay tiny
     # (not part of the key: the checkpoints' own configurations are)
     tiny_models: bool = False
-    # options that wire the entry to its parts (the dense encoder it is built from, its query spec, a re-ranker's
-    # head) -> what to do instead ('<value>' stands for the value given): `with_options` refuses them
+    # Wiring: what ties the entry to its parts. Typed fields, never options (`options` holds only the knobs a user
+    # may set); keyed under the option names they had before they left `options` (`keyed_options`), so every
+    # cache key is unchanged.
+    encoder: EncoderWiring | None = None  # the dense encoder spec its query side runs, by value (dense, ColBERT, HyDE)
+    wraps: Retriever | None = None  # the entry this one is built over, as profiled (HyDE over a dense entry)
+    head: str | None = None  # a re-ranker's scoring head, which follows its checkpoint (irgrid.cross_encoders.KINDS)
+    # names a user may try to set that are wiring, not options -> what to do instead ('<value>' stands for the value
+    # given): `with_options` refuses them with this hint instead of "no such option"
     wiring: Mapping[str, str] = field(default_factory=dict)
     # model roles an option may point at another checkpoint (a generator; also every role a profile sets): every
     # other role's checkpoint goes with the entry's prompts, pooling and heads, so swapping it by an option would
@@ -192,9 +208,19 @@ class Retriever:
             "query": canonical(self.query),
             "index": self.index.config() if self.index else None,
             "models": {k: v.config() for k, v in self.models.items()},
-            "options": canonical(dict(self.options)),
+            "options": canonical(self.keyed_options()),
             "version": self.version,
         }
+
+    def keyed_options(self) -> dict[str, Any]:
+        """The options as cache keys (and `irgrid list`) see them: the knobs plus the wiring under the option names
+        it had when it sat in `options` (`encoder`, `query_config`, a re-ranker's `kind`, a wrapped entry's own)."""
+        out = self.wraps.keyed_options() if self.wraps is not None else {}
+        if self.encoder is not None:
+            out.update(self.encoder.wiring_options())
+        if self.head is not None:
+            out["kind"] = self.head
+        return {**out, **self.options}
 
     def key(self) -> str:
         return config_hash(self.config())
@@ -224,7 +250,12 @@ class Retriever:
             return rebuilt.with_options(name=name or self.name, **rest)
         roles = set(self.all_models())
         swappable = sorted(set(self.swappable) | {k for s in self.profiles.values() for k in s if k in roles})
-        settable = (set(self.options) - set(self.wiring)) | set(self.derive_options) | set(swappable)
+        settable = set(self.options) | set(self.derive_options) | set(swappable)
+        wired = sorted(set(options) & set(self.wiring))
+        if wired:
+            value = options[wired[0]]
+            raise ValueError(f"retriever {self.name!r}: option {wired[0]!r} wires the entry to its parts and cannot "
+                             f"be set; {self.wiring[wired[0]].replace('<value>', str(value))}")
         unknown = sorted(set(options) - set(self.options) - roles)
         if unknown:
             raise ValueError(
@@ -232,11 +263,6 @@ class Retriever:
                 f"its options are: {', '.join(sorted(settable)) or '(none)'}"
                 + (" (model roles take 'org/name' or 'org/name@revision')" if swappable else "")
             )
-        wired = sorted(set(options) & set(self.wiring))
-        if wired:
-            value = options[wired[0]]
-            raise ValueError(f"retriever {self.name!r}: option {wired[0]!r} wires the entry to its parts and cannot "
-                             f"be set; {self.wiring[wired[0]].replace('<value>', str(value))}")
         fixed_roles = sorted(set(options) & roles - set(swappable))
         if fixed_roles:
             raise ValueError(

@@ -239,7 +239,7 @@ def _build_pipeline(retriever: Retriever, dataset: str | Dataset | None, store: 
     if compose is not None:  # a pipeline expression (irgrid.runner.expressions): built from its parts' stored cells
         return compose(dataset, store, model_map)
     ctx = QueryContext(options=retriever.options, models=resolve_models(retriever.models, model_map),
-                       device=settings.device())
+                       device=settings.device(), encoder=retriever.encoder)
     if retriever.index is None:
         pipeline = retriever.query(None, ctx)
     else:

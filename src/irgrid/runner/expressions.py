@@ -715,7 +715,7 @@ def dense_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None
     from irgrid.dense.engine import engine_for, make_query_encoder
     from irgrid.dense.spec import ENCODERS
 
-    spec = ENCODERS.get(entry.options["encoder"])
+    spec = ENCODERS.get(entry.encoder.name)  # the registered spec of the entry's encoder wiring
     batch = int(entry.options["batch_size"])
     q_engine = engine_for(spec, "q", models["query"], device, batch)
     if index is not None:
