@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from irgrid.core.enums import NameEnum
 from irgrid.core.errors import Error
+from irgrid.core.gridcell import check_cell_name
 from irgrid.core.hashing import canonical, config_hash
 from irgrid.core.modelref import ModelRef, Resolved
 from irgrid.core.profiles import Setting, check_name, dataset_values, for_entry
@@ -26,9 +27,6 @@ from irgrid.core.registry import Registry
 if TYPE_CHECKING:
     import pyterrier as pt
 
-
-# filled by irgrid.runner.cell on import (dependency inversion: this declarative layer never imports the runner)
-PIPELINE_BUILDER: dict[str, Callable[..., Any]] = {}
 
 class Family(NameEnum):
     """Table 1's retriever families (the order `irgrid list` shows them in)."""
@@ -42,7 +40,6 @@ class Family(NameEnum):
 
 
 FAMILIES: tuple[Family, ...] = tuple(Family)
-_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-.")
 
 
 class EncoderWiring(Protocol):
@@ -146,7 +143,8 @@ class QueryContext:
 
 @dataclass(frozen=True, eq=False)
 class Retriever:
-    """One row of Table 1: a named, fully specified retriever."""
+    """One row of Table 1: a named, fully specified retriever. A grid cell (`irgrid.core.gridcell.GridCell`):
+    `build` makes it runnable, through the runner (`irgrid.runner.build`): entries stay pure data."""
 
     name: str
     family: str  # a Family (its value: entries and YAML give the plain name)
@@ -190,10 +188,7 @@ class Retriever:
     swappable: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if not self.name or set(self.name) - _NAME_CHARS or self.name[0] in "-.":
-            raise ValueError(
-                f"retriever name {self.name!r} must be kebab-case (a-z, 0-9, '-', '.'): it becomes a file name"
-            )
+        check_cell_name(self.name)
         if self.family not in FAMILIES:
             raise ValueError(f"retriever {self.name!r}: family {self.family!r} is not one of {FAMILIES}")
 
@@ -337,34 +332,39 @@ class Retriever:
         values = self.dataset_options(dataset)
         return dataclasses.replace(self.with_options(**values), dataset_applied=values) if values else self
 
-    def pipeline(self, dataset: str | None = None, **kwargs: Any) -> pt.Transformer:
-        """Build this retriever for a dataset (indexing it first if needed): for scripts and notebooks.
+    def build(self, dataset: Any, store: Any, model_map: Mapping[str, str] | None = None) -> pt.Transformer:
+        """GridCell: its query pipeline on `dataset` (a Dataset), its index built or reused in `store`, the
+        dataset's policies applied (irgrid.runner.build.build_entry)."""
+        return _runner().build_entry(self, dataset, store, model_map)
 
-        The work is the runner's, a layer above this one: it registers itself in `PIPELINE_BUILDER` when imported
-        (`irgrid.retriever()` and `irgrid.pipeline()` import it), so entries stay pure data."""
-        return self._role("build", dataset, **kwargs)
+    # The roles an entry hands out, as PyTerrier artifacts hand out transformers, all built by the runner.
+    def pipeline(self, dataset: Any = None, **kwargs: Any) -> pt.Transformer:
+        """Build this retriever for a dataset (indexing it first if needed): for scripts and notebooks. The same
+        call as `irgrid.pipeline(entry, dataset, **kwargs)`, the one builder (irgrid.runner.build.python_pipeline)."""
+        return _runner().python_pipeline(self, dataset, **kwargs)
 
-    # The roles an entry hands out, as PyTerrier artifacts hand out transformers (built by the runner, like
-    # `pipeline`): `retriever` is `pipeline`; `scorer` re-ranks the candidates it is given; `indexer` builds the index.
-    def retriever(self, dataset: str | None = None, **kwargs: Any) -> pt.Transformer:
+    def retriever(self, dataset: Any = None, **kwargs: Any) -> pt.Transformer:
         """The first-stage retriever (same as `pipeline`). Given a result frame (a `docno` column) it re-ranks
         exactly those candidates when the entry can score them, and raises otherwise: it never retrieves anew."""
-        return self._role("build", dataset, **kwargs)
+        return _runner().python_pipeline(self, dataset, **kwargs)
 
-    def scorer(self, dataset: str | None = None, **kwargs: Any) -> pt.Transformer:
+    def scorer(self, dataset: Any = None, **kwargs: Any) -> pt.Transformer:
         """A transformer that re-scores the candidates it receives (`bm25 % 100 >> dense.scorer(ds)`), as on the
         right of `>>` in an experiment's pipeline expression; an error for entries that cannot score."""
-        return self._role("scorer", dataset, **kwargs)
+        return _runner().scorer_role(self, dataset, **kwargs)
 
-    def indexer(self, dataset: str | None = None, **kwargs: Any) -> Any:
+    def indexer(self, dataset: Any = None, **kwargs: Any) -> Any:
         """An indexer whose `index()` builds (or reuses) this entry's index of the dataset's corpus in the cache."""
-        return self._role("indexer", dataset, **kwargs)
+        return _runner().indexer_role(self, dataset, **kwargs)
 
-    def _role(self, role: str, dataset: Any, **kwargs: Any) -> Any:
-        if PIPELINE_BUILDER.get(role) is None:
-            raise RuntimeError(f"{self.name}.pipeline() needs irgrid's runner: get entries with irgrid.retriever(name) "
-                               f"or call irgrid.pipeline(entry, dataset)")
-        return PIPELINE_BUILDER[role](self, dataset, **kwargs)
+
+def _runner() -> Any:
+    """irgrid.runner.build, which builds entries: a layer above this one. The declarative layer's one upward
+    import, lazy (entries stay data; `irgrid list` imports no runner) and declared in the import contract
+    (pyproject.toml, `ignore_imports`)."""
+    from irgrid.runner import build
+
+    return build
 
 
 # Declared option types with ranges (issue 13): (type, minimum, maximum); None bounds are open. Entries may
