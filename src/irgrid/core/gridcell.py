@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from irgrid.core.errors import Error
+
 if TYPE_CHECKING:
     from irgrid.core.modelref import ModelRef
 
@@ -76,8 +78,12 @@ class GridCell(Protocol):
         `irgrid.pipeline(cell, dataset)` (irgrid.runner.cell.build_pipeline), which calls this."""
 
 
+class CellNameError(Error, ValueError):
+    """A grid cell's name that cannot name its files (an entry's, an `as:` name, an extra pipeline's)."""
+
+
 def check_cell_name(name: str, what: str = "retriever") -> str:
-    """A cell's name as given, or ValueError: it becomes a file name."""
+    """A cell's name as given, or CellNameError: it becomes a file name."""
     if not name or set(name) - _NAME_CHARS or name[0] in "-.":
-        raise ValueError(f"{what} name {name!r} must be kebab-case (a-z, 0-9, '-', '.'): it becomes a file name")
+        raise CellNameError(f"{what} name {name!r} must be kebab-case (a-z, 0-9, '-', '.'): it becomes a file name")
     return name

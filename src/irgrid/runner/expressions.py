@@ -531,6 +531,12 @@ class PythonPipeline:
     def key(self) -> str:
         return config_hash(self.config())
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PythonPipeline) and (self.name, self.key()) == (other.name, other.key())
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.key()))
+
     def all_models(self) -> dict[str, Any]:
         return {}  # irgrid cannot see inside a Python object
 
