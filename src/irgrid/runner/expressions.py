@@ -253,8 +253,8 @@ class Expression:
     name: str
     source: str  # the expression's text
     tree: Ref | Op
-    parts: Mapping[str, GridCell] = field(default_factory=dict)  # every name the tree uses -> its entry or pipeline
-    tiny_models: bool = False  # every part's checkpoints are tiny stand-ins (their keys say so)
+    # every name the tree uses -> its entry or pipeline (tiny-model mode, profiles and options are the parts' own)
+    parts: Mapping[str, GridCell] = field(default_factory=dict)
 
     family = "pipeline"  # irgrid.core.retrievers.Family.PIPELINE
     architecture = "expression"
@@ -297,11 +297,6 @@ class Expression:
     def for_dataset(self, dataset: Any) -> Expression:
         """Unchanged: each part's cell applies its own per-dataset values when it runs (`run_cell`)."""
         return self
-
-    def with_tiny_models(self) -> Expression:
-        """Every part on its tiny stand-ins (the parts' keys, hence this expression's, say so)."""
-        return dataclasses.replace(self, parts={n: p.with_tiny_models() for n, p in self.parts.items()},  # type: ignore[attr-defined]
-                                   tiny_models=True)
 
     def build(self, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None = None) -> Any:
         """GridCell: the runnable pipeline (`compose`)."""
