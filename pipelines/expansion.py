@@ -218,11 +218,11 @@ register(Retriever(
 # -- HyDE -----------------------------------------------------------------------------------------------------------
 def hyde_query(index, ctx: QueryContext):
     from irgrid.dense.engine import engine_for
-    from irgrid.dense.entry import side_spec
+    from irgrid.dense.entry import query_spec
     from irgrid.dense.search import ExactRetriever
     from irgrid.generation.engine import Expand
 
-    spec = side_spec(ctx.options, "q")  # the wrapped dense entry's spec as profiled (carried by value)
+    spec = query_spec(ctx)  # the wrapped dense entry's spec as profiled (carried by value)
     batch = int(ctx.options["batch_size"])
     q_engine = engine_for(spec, "q", ctx.models["query"], ctx.device, batch)
     d_engine = engine_for(spec, "d", ctx.models["doc"], ctx.device, batch)
@@ -291,8 +291,9 @@ def make_hyde(options: Mapping[str, Any]) -> Retriever:
     encoder_profile = options.get("encoder_profile")
     if encoder_profile is not None:  # the wrapped entry under a profile: its spec, index and keys follow
         dense = dense.with_profile(str(encoder_profile))
-    opts = {**dense.options, **HYDE_OPTIONS, **{k: v for k, v in options.items()
-                                                  if k in HYDE_OPTIONS or k == "num_results"}}
+    # the wrapped entry's encoder settings are wiring here (`wraps`, `encoder`), not options of HyDE's
+    knobs = {k: v for k, v in dense.options.items() if k not in dense.derive_options}
+    opts = {**knobs, **HYDE_OPTIONS, **{k: v for k, v in options.items() if k in HYDE_OPTIONS or k == "num_results"}}
     opts["encoder"] = dense.name
     opts["encoder_profile"] = encoder_profile
     # the wrapped entry's encoder settings travel in its query spec: setting one here would change the key only
@@ -303,7 +304,7 @@ def make_hyde(options: Mapping[str, Any]) -> Retriever:
         query=hyde_query, models={"query": dense.models["query"], "doc": dense.index.models["doc"],
                                   "generator": QWEN},
         options=opts, extra="expansion", derive=make_hyde, derive_options=("encoder", "encoder_profile"), profiles=HYDE_PROFILES,
-        option_types=SAMPLING_TOP_K, wiring=wiring, swappable=("generator",),
+        option_types=SAMPLING_TOP_K, wraps=dense, wiring=wiring, swappable=("generator",),
         reference=f"Gao et al. 2023; hypothetical document from Qwen2.5-7B-Instruct (the paper), averaged with the "
                   f"query embedding, over the {dense.name} index (shared); prompt: {HYDE_PROMPT.source}. HyDE's "
                   f"repository averages 8 sampled documents (n=8); irgrid generates one in both profiles, as the "

@@ -18,13 +18,13 @@ UNVERIFIED = "revision unverified offline: left unpinned"
 def cross_encoder(name: str, model: ModelRef, kind: str, reference: str, batch_size: int = 32,
                   max_length: int = 512) -> Retriever:
     def query(artifact, ctx):  # listed as a plain retriever: says how to use it when it runs
-        return reranker_query(artifact, ctx, name)
+        return reranker_query(artifact, ctx, name, kind)
 
     return register(Retriever(
         name=name, family="reranker", architecture="cross-encoder" if kind != "monot5" else "sequence-to-sequence",
         query=query, models={"model": model}, extra="dense", reference=reference,
         make_scorer=make_scorer, rerank_only=True,  # scores a candidate set (right of >>), never retrieves
-        options={"kind": kind, "batch_size": batch_size, "max_length": max_length},
+        options={"batch_size": batch_size, "max_length": max_length}, head=kind,
         wiring={"kind": "the scoring head follows the checkpoint: list the re-ranker entry for the head you want "
                         "(`irgrid list --family reranker`)"},
     ))

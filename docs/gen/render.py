@@ -300,8 +300,9 @@ def layout_page() -> str:
              "`pyproject.toml`. `src/irgrid/` is in layers, top to bottom: a module imports only from the layers "
              "below its own (checked by `make lint` with import-linter; `tests/unit/test_architecture.py` also "
              "finds any import cycle, function-level imports included). The entries (`pipelines/`) are a layer "
-             "too: they wire the backends below them and extend the engine only through declared seams. Each "
-             "module links to its API page.\n"]
+             "too: they wire the backends below them and extend the engine only through declared seams. The one "
+             "upward edge is declared in the contract: an entry's `.pipeline(ds)` reaches `irgrid.runner.build` by "
+             "a lazy import. Each module links to its API page.\n"]
     placed: set[str] = set()
     for layer in layers():
         names = [n.strip() for n in layer.split("|")]

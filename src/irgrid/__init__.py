@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     import pandas as pd
 
+    from irgrid.core.gridcell import GridCell
     from irgrid.core.retrievers import Retriever
 
 
@@ -39,25 +40,24 @@ def run(experiment: Any, out: Any = None, *, extra: dict[str, Any] | None = None
 
 def retriever(name: str) -> Retriever:
     """A registered entry by name (raises with "did you mean" for unknown names)."""
-    import irgrid.runner.cell  # noqa: F401  (lets the entry's `.pipeline()` build through the runner)
-    import irgrid.runner.expressions  # noqa: F401  (and its `.scorer()`)
     from irgrid.core.retrievers import get
 
     return get(name)
 
 
-def pipeline(entry: str | Retriever, dataset: Any = None, names: dict[str, Any] | None = None, **kwargs: Any) -> Any:
-    """A PyTerrier transformer for a dataset, for scripts and notebooks: a registry entry's first-stage retriever
-    (its index built or reused from the cache; `irgrid.retriever(name).pipeline(dataset)` is the same call), or a
+def pipeline(entry: str | GridCell, dataset: Any = None, names: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+    """The one builder for Python: a PyTerrier transformer for a dataset, for scripts and notebooks. A registry
+    entry's first-stage retriever (its index built or reused from the cache; `irgrid.retriever(name).pipeline(dataset)`
+    is the same call, through the same function: irgrid.runner.build.python_pipeline), or a
     pipeline expression of the experiment-file grammar, e.g. `irgrid.pipeline("bm25 % 100 >> all-minilm-l6-v2",
     "beir/scifact/test")`: the very transformer the item `{as: x, pipeline: "..."}` runs (same stages, cache keys
     and latency accounting; in `irgrid.run(..., extra={"x": it})` it is that item's cell, no key needed).
     `names` gives an expression the file's own `as:` names: `names={"casc": irgrid.pipeline("bm25 % 100 >> ...",
     ds), "k12": irgrid.retriever("bm25").with_options(k1=1.2)}`, then `irgrid.pipeline("casc % 10", ds, names)`."""
     from irgrid.core import settings
-    from irgrid.runner.cell import build_pipeline
+    from irgrid.runner.build import python_pipeline
 
-    settings.use_irds_home()
+    settings.use_irds_home()  # before names resolve (python_pipeline does it too: for an entry's .pipeline(ds))
 
     if isinstance(entry, str):
         from irgrid.core.registry import UnknownNameError
@@ -71,7 +71,7 @@ def pipeline(entry: str | Retriever, dataset: Any = None, names: dict[str, Any] 
             if isinstance(tree, expressions.Ref):
                 raise
             entry = expressions.expression(entry, named=named)
-    return build_pipeline(entry, dataset, **kwargs)
+    return python_pipeline(entry, dataset, **kwargs)
 
 
 def dataset(item: str | dict[str, Any], base: Any = ".") -> Any:
@@ -122,7 +122,6 @@ def _rrf(*pipelines: Any, k: int = 60, num_results: int = 1000) -> Any:
 
 
 def list_retrievers() -> list[Retriever]:
-    import irgrid.runner.cell  # noqa: F401  (lets the entries' `.pipeline()` build through the runner)
     from irgrid.core.retrievers import RETRIEVERS
 
     return list(RETRIEVERS)

@@ -131,7 +131,7 @@ def cmd_list(args) -> int:
         "checkpoints": " ".join(dict.fromkeys(str(m) for m in r.all_models().values())) or "-",
         "index": r.index.name if r.index else "-",
         "options": " ".join(f"{k}={_shown(v) if isinstance(v, str) and chr(10) in v else v}"
-                            for k, v in sorted(r.options.items()) if k != "query_config"),
+                            for k, v in sorted(r.keyed_options().items()) if k != "query_config"),
         "profiles": ",".join(sorted(r.profiles)) or "-",
         "paper": r.paper_name or "-",
     } for r in entries]

@@ -26,12 +26,12 @@ MONOT5_TEMPLATE = "Query: {query} Document: {text} Relevant:"
 
 def make_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None, index: Any = None) -> Any:
     """The entry's scorer (registered with irgrid.runner.expressions for the right side of >>)."""
-    return _scorer_class()(entry.name, dict(entry.options), models["model"], device)
+    return _scorer_class()(entry.name, entry.head, dict(entry.options), models["model"], device)
 
 
-def reranker_query(artifact: Any, ctx: QueryContext, name: str) -> Any:
+def reranker_query(artifact: Any, ctx: QueryContext, name: str, head: str | None) -> Any:
     """A re-ranker listed as a plain grid retriever: it has nothing to retrieve, and says so when it runs."""
-    return _scorer_class()(name, dict(ctx.options), ctx.models["model"], ctx.device)
+    return _scorer_class()(name, head, dict(ctx.options), ctx.models["model"], ctx.device)
 
 
 def _scorer_class() -> type:
@@ -53,12 +53,12 @@ def _define() -> type:
     from irgrid.models.devices import pick_device
 
     class CrossEncoderScorer(pt.Transformer):
-        def __init__(self, name: str, options: dict[str, Any], resolved: Any, device: str | None):
+        def __init__(self, name: str, head: str | None, options: dict[str, Any], resolved: Any, device: str | None):
             self.name, self.options, self.resolved = name, options, resolved
             self.device = pick_device(device)
-            self.kind = options["kind"]
+            self.kind = head  # the entry's typed `head` (wiring: it follows the checkpoint)
             if self.kind not in KINDS:
-                raise ValueError(f"re-ranker {name!r}: kind {self.kind!r} is not one of {KINDS}")
+                raise ValueError(f"re-ranker {name!r}: head {self.kind!r} is not one of {KINDS}")
             self.batch_size, self.max_length = int(options["batch_size"]), int(options["max_length"])
             self.memo = Memo()  # (query, text) -> score: single-query latency runs re-use batch scores, declared
             self._model: Any = None

@@ -22,7 +22,7 @@ import pandas as pd
 from irgrid import measures as measures_mod
 from irgrid.core import settings
 from irgrid.core.files import write_text_atomic
-from irgrid.core.retrievers import Retriever
+from irgrid.core.gridcell import GridCell
 from irgrid.data.datasets import Dataset, DatasetError, is_download_failure
 from irgrid.models import resolver as models_mod
 from irgrid.models.cache import release_all as release_models
@@ -340,7 +340,7 @@ def _measured_throughputs(store: Store) -> tuple[dict[str, float], dict[str, flo
     return index_rate, query_ms
 
 
-def _estimate(retriever: Retriever, dataset: Dataset, index_cached: bool, index_rate, query_ms) -> float | None:
+def _estimate(retriever: GridCell, dataset: Dataset, index_cached: bool, index_rate, query_ms) -> float | None:
     try:
         n_queries = dataset.irds().queries_count()
         seconds = n_queries * query_ms[retriever.name] / 1000 if retriever.name in query_ms else None

@@ -34,8 +34,9 @@ from typing import Any
 from irgrid.core import locks, settings
 from irgrid.core.errors import Error
 from irgrid.core.files import atomic_dir, atomic_path, slug, write_text_atomic
+from irgrid.core.gridcell import GridCell
 from irgrid.core.hashing import config_hash, file_sha256
-from irgrid.core.retrievers import IndexRecipe, Retriever
+from irgrid.core.retrievers import IndexRecipe
 from irgrid.data.datasets import Dataset, staged_fingerprint
 
 RUN_FORMAT = 2  # bump when the stored run format or evaluation inputs change (2: verified runs)
@@ -294,25 +295,25 @@ class Store:
         return self.shard_root(recipe, dataset) / f"docs-{start:010d}-{stop:010d}"
 
     # -- runs ------------------------------------------------------------------------------------------
-    def run_key(self, retriever: Retriever, dataset: Dataset) -> str:
+    def run_key(self, retriever: GridCell, dataset: Dataset) -> str:
         config = {"retriever": retriever.config(), "dataset": dataset.config(), "format": RUN_FORMAT}
         data = staged_fingerprint(dataset.irds_id), staged_fingerprint(dataset.corpus_dataset().irds_id)
         if any(data):  # staged queries, qrels and documents: their content keys the run
             config["data"] = list(data)
         return config_hash(config)
 
-    def run_path(self, retriever: Retriever, dataset: Dataset) -> Path:
+    def run_path(self, retriever: GridCell, dataset: Dataset) -> Path:
         return self.root / "runs" / dataset.slug / f"{retriever.name}-{self.run_key(retriever, dataset)}.res.gz"
 
-    def meta_path(self, retriever: Retriever, dataset: Dataset) -> Path:
+    def meta_path(self, retriever: GridCell, dataset: Dataset) -> Path:
         path = self.run_path(retriever, dataset)
         return path.with_name(path.name[: -len(".res.gz")] + ".json")
 
-    def has_run(self, retriever: Retriever, dataset: Dataset) -> bool:
+    def has_run(self, retriever: GridCell, dataset: Dataset) -> bool:
         """Stored and plausible (meta readable, run file of the recorded size); `load_run` verifies fully."""
         return self._run_problem(retriever, dataset, full=False)[0] is None
 
-    def _run_problem(self, retriever: Retriever, dataset: Dataset, full: bool) -> tuple[str | None, dict | None]:
+    def _run_problem(self, retriever: GridCell, dataset: Dataset, full: bool) -> tuple[str | None, dict | None]:
         path, meta_path = self.run_path(retriever, dataset), self.meta_path(retriever, dataset)
         if not (path.exists() and meta_path.exists()):  # the meta file is written last: both or nothing
             return "missing", None
@@ -324,7 +325,7 @@ class Store:
         problem = self._check_files(path.parent, {path.name: want}, full)
         return (f"{path.name}: {problem}" if problem else None), meta
 
-    def load_run(self, retriever: Retriever, dataset: Dataset, repair: bool = False):
+    def load_run(self, retriever: GridCell, dataset: Dataset, repair: bool = False):
         """The stored run and its metadata, verified (hash, rows, queries); None when absent or unverified.
         With `repair` (only while holding the run's lock) a run that fails verification is moved aside, named
         in a warning, so the caller recomputes it."""
@@ -347,7 +348,7 @@ class Store:
             self.quarantine(path, problem)
         return None
 
-    def save_run(self, retriever: Retriever, dataset: Dataset, res, meta: dict[str, Any]) -> None:
+    def save_run(self, retriever: GridCell, dataset: Dataset, res, meta: dict[str, Any]) -> None:
         import pyterrier as pt
 
         path = self.run_path(retriever, dataset)

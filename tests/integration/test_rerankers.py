@@ -43,7 +43,7 @@ def _independent_score(entry_name: str, query: str, text: str) -> float:
     location = resolve_models(entry.models)["model"].location
     tok = tf.AutoTokenizer.from_pretrained(location)
     with torch.inference_mode():
-        if entry.options["kind"] == "monot5":
+        if entry.head == "monot5":
             model = tf.T5ForConditionalGeneration.from_pretrained(location).eval()
             enc = tok(f"Query: {query} Document: {text} Relevant:", return_tensors="pt", truncation=True,
                       max_length=512)

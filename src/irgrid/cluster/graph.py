@@ -13,7 +13,8 @@ from irgrid.core.hashing import config_hash
 
 if TYPE_CHECKING:
     from irgrid.cluster.config import ExecutorConfig
-    from irgrid.core.retrievers import IndexRecipe, Retriever
+    from irgrid.core.gridcell import GridCell
+    from irgrid.core.retrievers import IndexRecipe
     from irgrid.data.datasets import Dataset
     from irgrid.runner.experiment import ExperimentSpec
     from irgrid.store import Store
@@ -34,7 +35,7 @@ class Task:
     out: str
     env: dict[str, str]
     dataset: Dataset
-    retriever: Retriever | None = None
+    retriever: GridCell | None = None
     recipe: IndexRecipe | None = None
     model_map: dict[str, str] = field(default_factory=dict)
     latency_sample: int = 50
@@ -61,7 +62,7 @@ def _safe(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_.@" else "-" for c in text)
 
 
-def cell_id(dataset: Dataset, retriever: Retriever) -> str:
+def cell_id(dataset: Dataset, retriever: GridCell) -> str:
     return f"cell--{dataset.slug}--{retriever.name}"
 
 

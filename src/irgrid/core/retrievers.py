@@ -12,10 +12,11 @@ import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from irgrid.core.enums import NameEnum
 from irgrid.core.errors import Error
+from irgrid.core.gridcell import check_cell_name
 from irgrid.core.hashing import canonical, config_hash
 from irgrid.core.modelref import ModelRef, Resolved
 from irgrid.core.profiles import Setting, check_name, dataset_values, for_entry
@@ -26,9 +27,6 @@ from irgrid.core.registry import Registry
 if TYPE_CHECKING:
     import pyterrier as pt
 
-
-# filled by irgrid.runner.cell on import (dependency inversion: this declarative layer never imports the runner)
-PIPELINE_BUILDER: dict[str, Callable[..., Any]] = {}
 
 class Family(NameEnum):
     """Table 1's retriever families (the order `irgrid list` shows them in)."""
@@ -42,7 +40,15 @@ class Family(NameEnum):
 
 
 FAMILIES: tuple[Family, ...] = tuple(Family)
-_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-.")
+
+
+class EncoderWiring(Protocol):
+    """An entry's encoder wiring as this layer sees it (`irgrid.dense.spec.EncoderSpec` is the one there is): a
+    name, and how cache keys name it (`Retriever.keyed_options`)."""
+
+    name: str
+
+    def wiring_options(self) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -132,11 +138,13 @@ class QueryContext:
     options: Mapping[str, Any]
     models: Mapping[str, Resolved]
     device: str | None = None
+    encoder: EncoderWiring | None = None  # the entry's dense encoder spec (`Retriever.encoder`), for its query side
 
 
 @dataclass(frozen=True, eq=False)
 class Retriever:
-    """One row of Table 1: a named, fully specified retriever."""
+    """One row of Table 1: a named, fully specified retriever. A grid cell (`irgrid.core.gridcell.GridCell`):
+    `build` makes it runnable, through the runner (`irgrid.runner.build`): entries stay pure data."""
 
     name: str
     family: str  # a Family (its value: entries and YAML give the plain name)
@@ -165,8 +173,14 @@ class Retriever:
     # every checkpoint is its tiny stand-in (`with_tiny_models`); kept so that re-derived variants stay tiny
     # (not part of the key: the checkpoints' own configurations are)
     tiny_models: bool = False
-    # options that wire the entry to its parts (the dense encoder it is built from, its query spec, a re-ranker's
-    # head) -> what to do instead ('<value>' stands for the value given): `with_options` refuses them
+    # Wiring: what ties the entry to its parts. Typed fields, never options (`options` holds only the knobs a user
+    # may set); keyed under the option names they had before they left `options` (`keyed_options`), so every
+    # cache key is unchanged.
+    encoder: EncoderWiring | None = None  # the dense encoder spec its query side runs, by value (dense, ColBERT, HyDE)
+    wraps: Retriever | None = None  # the entry this one is built over, as profiled (HyDE over a dense entry)
+    head: str | None = None  # a re-ranker's scoring head, which follows its checkpoint (irgrid.cross_encoders.KINDS)
+    # names a user may try to set that are wiring, not options -> what to do instead ('<value>' stands for the value
+    # given): `with_options` refuses them with this hint instead of "no such option"
     wiring: Mapping[str, str] = field(default_factory=dict)
     # model roles an option may point at another checkpoint (a generator; also every role a profile sets): every
     # other role's checkpoint goes with the entry's prompts, pooling and heads, so swapping it by an option would
@@ -179,10 +193,7 @@ class Retriever:
     rerank_only: bool = False
 
     def __post_init__(self) -> None:
-        if not self.name or set(self.name) - _NAME_CHARS or self.name[0] in "-.":
-            raise ValueError(
-                f"retriever name {self.name!r} must be kebab-case (a-z, 0-9, '-', '.'): it becomes a file name"
-            )
+        check_cell_name(self.name)
         if self.family not in FAMILIES:
             raise ValueError(f"retriever {self.name!r}: family {self.family!r} is not one of {FAMILIES}")
 
@@ -197,9 +208,19 @@ class Retriever:
             "query": canonical(self.query),
             "index": self.index.config() if self.index else None,
             "models": {k: v.config() for k, v in self.models.items()},
-            "options": canonical(dict(self.options)),
+            "options": canonical(self.keyed_options()),
             "version": self.version,
         }
+
+    def keyed_options(self) -> dict[str, Any]:
+        """The options as cache keys (and `irgrid list`) see them: the knobs plus the wiring under the option names
+        it had when it sat in `options` (`encoder`, `query_config`, a re-ranker's `kind`, a wrapped entry's own)."""
+        out = self.wraps.keyed_options() if self.wraps is not None else {}
+        if self.encoder is not None:
+            out.update(self.encoder.wiring_options())
+        if self.head is not None:
+            out["kind"] = self.head
+        return {**out, **self.options}
 
     def key(self) -> str:
         return config_hash(self.config())
@@ -229,7 +250,12 @@ class Retriever:
             return rebuilt.with_options(name=name or self.name, **rest)
         roles = set(self.all_models())
         swappable = sorted(set(self.swappable) | {k for s in self.profiles.values() for k in s if k in roles})
-        settable = (set(self.options) - set(self.wiring)) | set(self.derive_options) | set(swappable)
+        settable = set(self.options) | set(self.derive_options) | set(swappable)
+        wired = sorted(set(options) & set(self.wiring))
+        if wired:
+            value = options[wired[0]]
+            raise ValueError(f"retriever {self.name!r}: option {wired[0]!r} wires the entry to its parts and cannot "
+                             f"be set; {self.wiring[wired[0]].replace('<value>', str(value))}")
         unknown = sorted(set(options) - set(self.options) - roles)
         if unknown:
             raise ValueError(
@@ -237,11 +263,6 @@ class Retriever:
                 f"its options are: {', '.join(sorted(settable)) or '(none)'}"
                 + (" (model roles take 'org/name' or 'org/name@revision')" if swappable else "")
             )
-        wired = sorted(set(options) & set(self.wiring))
-        if wired:
-            value = options[wired[0]]
-            raise ValueError(f"retriever {self.name!r}: option {wired[0]!r} wires the entry to its parts and cannot "
-                             f"be set; {self.wiring[wired[0]].replace('<value>', str(value))}")
         fixed_roles = sorted(set(options) & roles - set(swappable))
         if fixed_roles:
             raise ValueError(
@@ -316,34 +337,39 @@ class Retriever:
         values = self.dataset_options(dataset)
         return dataclasses.replace(self.with_options(**values), dataset_applied=values) if values else self
 
-    def pipeline(self, dataset: str | None = None, **kwargs: Any) -> pt.Transformer:
-        """Build this retriever for a dataset (indexing it first if needed): for scripts and notebooks.
+    def build(self, dataset: Any, store: Any, model_map: Mapping[str, str] | None = None) -> pt.Transformer:
+        """GridCell: its query pipeline on `dataset` (a Dataset), its index built or reused in `store`, the
+        dataset's policies applied (irgrid.runner.build.build_entry)."""
+        return _runner().build_entry(self, dataset, store, model_map)
 
-        The work is the runner's, a layer above this one: it registers itself in `PIPELINE_BUILDER` when imported
-        (`irgrid.retriever()` and `irgrid.pipeline()` import it), so entries stay pure data."""
-        return self._role("build", dataset, **kwargs)
+    # The roles an entry hands out, as PyTerrier artifacts hand out transformers, all built by the runner.
+    def pipeline(self, dataset: Any = None, **kwargs: Any) -> pt.Transformer:
+        """Build this retriever for a dataset (indexing it first if needed): for scripts and notebooks. The same
+        call as `irgrid.pipeline(entry, dataset, **kwargs)`, the one builder (irgrid.runner.build.python_pipeline)."""
+        return _runner().python_pipeline(self, dataset, **kwargs)
 
-    # The roles an entry hands out, as PyTerrier artifacts hand out transformers (built by the runner, like
-    # `pipeline`): `retriever` is `pipeline`; `scorer` re-ranks the candidates it is given; `indexer` builds the index.
-    def retriever(self, dataset: str | None = None, **kwargs: Any) -> pt.Transformer:
+    def retriever(self, dataset: Any = None, **kwargs: Any) -> pt.Transformer:
         """The first-stage retriever (same as `pipeline`). Given a result frame (a `docno` column) it re-ranks
         exactly those candidates when the entry can score them, and raises otherwise: it never retrieves anew."""
-        return self._role("build", dataset, **kwargs)
+        return _runner().python_pipeline(self, dataset, **kwargs)
 
-    def scorer(self, dataset: str | None = None, **kwargs: Any) -> pt.Transformer:
+    def scorer(self, dataset: Any = None, **kwargs: Any) -> pt.Transformer:
         """A transformer that re-scores the candidates it receives (`bm25 % 100 >> dense.scorer(ds)`), as on the
         right of `>>` in an experiment's pipeline expression; an error for entries that cannot score."""
-        return self._role("scorer", dataset, **kwargs)
+        return _runner().scorer_role(self, dataset, **kwargs)
 
-    def indexer(self, dataset: str | None = None, **kwargs: Any) -> Any:
+    def indexer(self, dataset: Any = None, **kwargs: Any) -> Any:
         """An indexer whose `index()` builds (or reuses) this entry's index of the dataset's corpus in the cache."""
-        return self._role("indexer", dataset, **kwargs)
+        return _runner().indexer_role(self, dataset, **kwargs)
 
-    def _role(self, role: str, dataset: Any, **kwargs: Any) -> Any:
-        if PIPELINE_BUILDER.get(role) is None:
-            raise RuntimeError(f"{self.name}.pipeline() needs irgrid's runner: get entries with irgrid.retriever(name) "
-                               f"or call irgrid.pipeline(entry, dataset)")
-        return PIPELINE_BUILDER[role](self, dataset, **kwargs)
+
+def _runner() -> Any:
+    """irgrid.runner.build, which builds entries: a layer above this one. The declarative layer's one upward
+    import, lazy (entries stay data; `irgrid list` imports no runner) and declared in the import contract
+    (pyproject.toml, `ignore_imports`)."""
+    from irgrid.runner import build
+
+    return build
 
 
 # Declared option types with ranges (issue 13): (type, minimum, maximum); None bounds are open. Entries may

@@ -1,9 +1,9 @@
 """Turn an `EncoderSpec` into a registry entry: the document side streams through the engine into an index,
 the query side is the engine's query encoder followed by exact search. Entries stay data (pipelines/*.py).
 
-The spec travels by value: index params carry `SideSpec(spec, "d")` and query options `SideSpec(spec, "q")`, so
-the engines are built from exactly the (possibly profiled) settings, and each side's cache key is that side's
-configuration. Spec fields (`SPEC_OPTIONS`) and index params are options of the entry: setting one (a profile,
+The spec travels by value: index params carry `SideSpec(spec, "d")` and the entry its typed `encoder` field
+(wiring, not an option; keyed as the `query_config` option it once was), so the engines are built from exactly the
+(possibly profiled) settings, and each side's cache key is that side's configuration. Spec fields (`SPEC_OPTIONS`) and index params are options of the entry: setting one (a profile,
 or `options:` in an experiment file) re-derives the entry from the changed spec (`Retriever.derive`).
 """
 
@@ -20,17 +20,32 @@ from irgrid.dense.engine import engine_for, index_dense, make_query_encoder
 from irgrid.dense.spec import SPEC_OPTIONS, EncoderSpec, SideSpec, register_encoder
 
 
-def side_spec(params: Mapping[str, Any], side: str) -> EncoderSpec:
-    """The spec carried by an index's params ('d') or a retriever's options ('q')."""
-    value = params["doc" if side == "d" else "query_config"]
+def side_spec(params: Mapping[str, Any], side: str = "d") -> EncoderSpec:
+    """The spec carried by an index's params (the document side, the only one params carry)."""
+    if side != "d":
+        raise ValueError(f"index params carry the document side's spec only, not {side!r}: use spec_of(entry)")
+    value = params["doc"]
     if not isinstance(value, SideSpec):
         raise TypeError(f"dense entry {params.get('encoder')!r}: expected the spec by value, got {value!r}")
     return value.spec
 
 
+def query_spec(ctx: QueryContext) -> EncoderSpec:
+    """The spec a query side encodes with: its entry's typed `encoder` wiring, as profiled / optioned."""
+    return _spec(ctx.encoder, "a dense query side")
+
+
+def _spec(value: Any, what: str) -> EncoderSpec:
+    if not isinstance(value, EncoderSpec):
+        raise TypeError(f"{what} needs its entry's encoder spec (Retriever.encoder), got {value!r}")
+    return value
+
+
 def spec_of(entry: Retriever, side: str = "q") -> EncoderSpec:
     """The spec a dense entry (as profiled / optioned) encodes with."""
-    return side_spec(entry.options if side == "q" else entry.index.params, side)  # type: ignore[union-attr]
+    if side == "q":
+        return _spec(entry.encoder, f"entry {entry.name!r}")
+    return side_spec(entry.index.params)  # type: ignore[union-attr]
 
 
 def documents(ctx: BuildContext, spec: EncoderSpec) -> Iterator[dict[str, str]]:
@@ -42,7 +57,7 @@ def documents(ctx: BuildContext, spec: EncoderSpec) -> Iterator[dict[str, str]]:
 
 @cache_name("irgrid.dense_entry.build_dense")  # its path before the package had layers
 def build_dense(ctx: BuildContext) -> None:
-    spec = side_spec(ctx.params, "d")
+    spec = side_spec(ctx.params)
     engine = engine_for(spec, "d", ctx.models["doc"], ctx.device, int(ctx.params["batch_size"]))
     index_dense(engine, documents(ctx, spec), ctx.path / "flex")
 
@@ -57,7 +72,7 @@ def open_dense(path: Path, params: Mapping[str, Any], models: Mapping[str, Any])
 def dense_query(index: Any, ctx: QueryContext) -> Any:
     from irgrid.dense.search import ExactRetriever
 
-    spec = side_spec(ctx.options, "q")
+    spec = query_spec(ctx)
     engine = engine_for(spec, "q", ctx.models["query"], ctx.device, int(ctx.options["batch_size"]))
     return make_query_encoder(engine) >> ExactRetriever(index, num_results=int(ctx.options["num_results"]),
                                                         device=ctx.device)
@@ -78,7 +93,7 @@ def by_size(rule: Any, n_docs: int, what: str) -> int:
 def build_late(ctx: BuildContext) -> None:
     from irgrid.dense.search import LateInteractionIndex
 
-    spec = side_spec(ctx.params, "d")
+    spec = side_spec(ctx.params)
     engine = engine_for(spec, "d", ctx.models["doc"], ctx.device, int(ctx.params["batch_size"]))
     niter = by_size(ctx.params["kmeans_niter"], ctx.docs_count, "kmeans_niter")
     meta = LateInteractionIndex(ctx.path / "late").build(engine.stream(documents(ctx, spec)), kmeans_niter=niter)
@@ -94,7 +109,7 @@ def open_late(path: Path, params: Mapping[str, Any], models: Mapping[str, Any]) 
 
 @cache_name("irgrid.dense_entry.late_query")  # its path before the package had layers
 def late_query(index: Any, ctx: QueryContext) -> Any:
-    spec = side_spec(ctx.options, "q")
+    spec = query_spec(ctx)
     engine = engine_for(spec, "q", ctx.models["query"], ctx.device, int(ctx.options["batch_size"]))
     o, n = ctx.options, int(index.meta["docs"])
     return make_query_encoder(engine) >> index.retriever(num_results=int(o["num_results"]),
@@ -112,9 +127,8 @@ def _entry(spec: EncoderSpec, kw: dict[str, Any]) -> Retriever:
     profiled = sorted({k for settings in spec.profiles.values() for k in settings})
     shown = {k: getattr(spec, k) for k in profiled if k in SPEC_OPTIONS}  # visible, settable values
     shown.update({k: index_params[k] for k in profiled if k in index_params})
-    opts = {"encoder": spec.name, "batch_size": batch_size, "num_results": 1000, "query_config": SideSpec(spec, "q"),
-            **shown, **(kw["options"] or {})}
-    fixed = ("encoder", "query_config", *SPEC_OPTIONS, *index_params)
+    opts = {"batch_size": batch_size, "num_results": 1000, **shown, **(kw["options"] or {})}
+    fixed = (*SPEC_OPTIONS, *index_params)
 
     def derive(options: Mapping[str, Any]) -> Retriever:
         changed = spec.with_settings(**{k: v for k, v in options.items() if k in SPEC_OPTIONS})
@@ -127,7 +141,7 @@ def _entry(spec: EncoderSpec, kw: dict[str, Any]) -> Retriever:
     return Retriever(
         name=kw["name"], family=kw["family"], architecture=kw["architecture"], paper_name=kw["paper_name"],
         index=recipe, models={"query": spec.query_model}, query=late_query if late else dense_query,
-        options=opts, extra="dense", reference=reference, derive=derive,
+        options=opts, encoder=spec, extra="dense", reference=reference, derive=derive,
         derive_options=(*SPEC_OPTIONS, *index_params),
         wiring={"encoder": "to run another encoder, list its own entry instead ({name: <value>}): an entry's "
                            "checkpoints, prompts and pooling go together",

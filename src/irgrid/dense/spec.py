@@ -190,10 +190,15 @@ class EncoderSpec:
     def config(self) -> dict[str, Any]:
         return {"q": self.side_config("q"), "d": self.side_config("d")}
 
+    def wiring_options(self) -> dict[str, Any]:
+        """This spec as an entry's cache key names it (`Retriever.keyed_options`): under the option names it had
+        when it sat in the entry's options (its name, and its query side by value), so keys are unchanged."""
+        return {"encoder": self.name, "query_config": SideSpec(self, "q")}
+
 
 @dataclass(frozen=True, eq=False)
 class SideSpec:
-    """One side of a spec carried by value in index params / query options: engines are built from `spec`,
+    """One side of a spec carried by value in index params / an entry's cache key: engines are built from `spec`,
     and the cache key is that side's configuration only, so profiles that agree on a side share its caches."""
 
     spec: EncoderSpec

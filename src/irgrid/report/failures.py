@@ -188,11 +188,11 @@ def rrf_pipeline(retrievers: Sequence[str | Retriever], dataset: str, k: int = 6
                  **kwargs: Any) -> pt.Transformer:
     """An RRF pipeline (pyterrier-alpha's RRFusion) over registry entries or variants on a dataset, to test a
     fusion suggestion live, e.g. in `pt.Experiment`. Each entry's index is built or reused as in a grid;
-    `kwargs` go to `irgrid.runner.cell.build_pipeline` (e.g. store=)."""
+    each is built by the one builder of the Python door (`irgrid.pipeline`; `kwargs` such as store= go to it)."""
     from pyterrier_alpha.fusion import RRFusion
 
     from irgrid.core.retrievers import get
-    from irgrid.runner.cell import build_pipeline
+    from irgrid.runner.build import python_pipeline
 
     entries = [get(r) if isinstance(r, str) else r for r in retrievers]
-    return RRFusion(*[build_pipeline(r, dataset, **kwargs) for r in entries], k=k, num_results=num_results)
+    return RRFusion(*[python_pipeline(r, dataset, **kwargs) for r in entries], k=k, num_results=num_results)

@@ -23,7 +23,8 @@ import pandas as pd
 from irgrid.core import modelref as modelref_mod
 from irgrid.core import settings
 from irgrid.core.console import progress_stream, quiet_native
-from irgrid.core.retrievers import PIPELINE_BUILDER, BuildContext, IndexRecipe, QueryContext, Retriever
+from irgrid.core.gridcell import GridCell
+from irgrid.core.retrievers import BuildContext, IndexRecipe, Retriever
 from irgrid.data.datasets import Dataset, DatasetError
 from irgrid.data.datasets import get as get_dataset
 from irgrid.data.doc_fields import fielded_docs
@@ -211,63 +212,30 @@ def _write_stage(stage, dataset: Dataset, store: Store, docs, docs_count: int, m
         store.write_stage(stage, dataset, records())
 
 
-def build_pipeline(retriever: Retriever, dataset: str | Dataset | None = None, store: Store | None = None,
+def build_pipeline(cell: GridCell, dataset: str | Dataset | None = None, store: Store | None = None,
                    model_map: dict[str, str] | None = None, check_queries: bool = True):
-    """The entry's full query pipeline on a dataset (index built or reused), dataset policies included.
-    `check_queries` (the Python API's default) puts a check that every query is text in front; a grid's own
-    topics are checked when read."""
-    if check_queries:
-        from irgrid.runner.transforms import CheckQueries
-
-        inner = _build_pipeline(retriever, dataset, store, model_map)
-        checked = CheckQueries() >> inner
-        if hasattr(inner, "expression"):  # irgrid.pipeline("EXPR", ds) in extra=/names=: still the YAML item's cell
-            checked.expression = inner.expression
-        return checked
-    return _build_pipeline(retriever, dataset, store, model_map)
-
-
-def _build_pipeline(retriever: Retriever, dataset: str | Dataset | None, store: Store | None,
-                    model_map: dict[str, str] | None):
-    if not isinstance(retriever, Retriever):
-        raise TypeError(f"expected a retriever (irgrid.retriever('bm25-pisa')) or its name, got {retriever!r}")
+    """The cell's full query pipeline on a dataset (`GridCell.build`: indexes built or reused, dataset policies
+    included). `check_queries` (the Python API's default) puts a check that every query is text in front; a grid's
+    own topics are checked when read."""
+    if not isinstance(cell, GridCell):
+        raise TypeError(f"expected a retriever (irgrid.retriever('bm25-pisa')), a pipeline expression or their name, "
+                        f"got {cell!r}")
     if dataset is None:
-        raise ValueError(f"{retriever.name}.pipeline() needs a dataset to index, e.g. 'beir/scifact/test'")
-    dataset = dataset_of(dataset)
-    store = store or Store()
-    compose = getattr(retriever, "compose", None)
-    if compose is not None:  # a pipeline expression (irgrid.runner.expressions): built from its parts' stored cells
-        return compose(dataset, store, model_map)
-    ctx = QueryContext(options=retriever.options, models=resolve_models(retriever.models, model_map),
-                       device=settings.device())
-    if retriever.index is None:
-        pipeline = retriever.query(None, ctx)
-    else:
-        ensure_index(retriever.index, dataset, store, model_map)
-        folder = store.index_dir(retriever.index, dataset)
-        # Some backends write into the published index when first queried with new parameters (PISA's
-        # per-parameter `bm25.k1-...` files): opening and building the query side happen under the index's
-        # lock, leftovers of a killed writer are deleted first and new files recorded in its manifest.
-        with store.lock(folder, f"index {retriever.index.name} of {dataset.corpus} (query-time files)"):
-            store.clean_lazy(folder)
-            recipe = retriever.index
-            artifact = recipe.open(folder, recipe.params, resolve_models(recipe.models, model_map))
-            pipeline = retriever.query(artifact, ctx)
-            store.record_lazy(folder)
-    from irgrid.runner.roles import FirstStage
+        raise ValueError(f"{cell.name}.pipeline() needs a dataset to index, e.g. 'beir/scifact/test'")
+    inner = cell.build(dataset_of(dataset), store or Store(), model_map)
+    if not check_queries:
+        return inner
+    from irgrid.runner.transforms import CheckQueries
 
-    # given a result frame, a first stage re-ranks it or says what to use: it never retrieves anew
-    pipeline = FirstStage(retriever, dataset, store, model_map or {}, pipeline)
-    if dataset.drop_self_matches:
-        from irgrid.runner.transforms import DropSelfMatches
-
-        pipeline = pipeline >> DropSelfMatches()
-    return pipeline
+    checked = CheckQueries() >> inner
+    if hasattr(inner, "expression"):  # irgrid.pipeline("EXPR", ds) in extra=/names=: still the YAML item's cell
+        checked.expression = inner.expression
+    return checked
 
 
 @dataclass
 class Cell:
-    retriever: Retriever
+    retriever: GridCell
     dataset: Dataset
     res: pd.DataFrame
     meta: dict[str, Any]
@@ -293,7 +261,7 @@ def _cpu_model() -> str:
     return platform.processor()
 
 
-def _index_encoding(retriever: Retriever, dataset: Dataset, store: Store) -> dict[str, Any] | None:
+def _index_encoding(retriever: GridCell, dataset: Dataset, store: Store) -> dict[str, Any] | None:
     if retriever.index is None:
         return None
     folder = store.index_dir(retriever.index, dataset)
@@ -303,12 +271,12 @@ def _index_encoding(retriever: Retriever, dataset: Dataset, store: Store) -> dic
     return None
 
 
-def run_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store: Store,
+def run_cell(retriever: GridCell, dataset: Dataset, topics: pd.DataFrame, store: Store,
              model_map: dict[str, str] | None = None, latency_sample: int = 50) -> Cell:
     """Compute (or load) one cell's run. Latency follows the paper: L = (t_enc + t_ret) / N over the whole
     query set in one batch; p50/p95 come from `latency_sample` queries issued one at a time after warm-up;
     opening the index and loading models is timed separately. The entry runs with its profile's values for
-    this dataset (`Retriever.for_dataset`)."""
+    this dataset (`GridCell.for_dataset`)."""
     retriever = retriever.for_dataset(dataset)
     loaded = store.load_run(retriever, dataset)
     if loaded is not None:
@@ -323,13 +291,13 @@ def run_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store
         return _compute_cell(retriever, dataset, topics, store, model_map, latency_sample)
 
 
-def _compute_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store: Store,
+def _compute_cell(retriever: GridCell, dataset: Dataset, topics: pd.DataFrame, store: Store,
                   model_map: dict[str, str] | None, latency_sample: int) -> Cell:
     with quiet_native(f"{retriever.name} on {dataset.name}"):  # JVM warnings, PISA's per-parameter percentages
         return _timed_cell(retriever, dataset, topics, store, model_map, latency_sample)
 
 
-def _timed_cell(retriever: Retriever, dataset: Dataset, topics: pd.DataFrame, store: Store,
+def _timed_cell(retriever: GridCell, dataset: Dataset, topics: pd.DataFrame, store: Store,
                 model_map: dict[str, str] | None, latency_sample: int) -> Cell:
     start = time.perf_counter()
     pipeline = build_pipeline(retriever, dataset, store, model_map, check_queries=False)
@@ -391,7 +359,7 @@ def _checked(cell: Cell, topics: pd.DataFrame | None) -> Cell:
     return cell
 
 
-def load_cell(retriever: Retriever, dataset: Dataset, store: Store) -> Cell:
+def load_cell(retriever: GridCell, dataset: Dataset, store: Store) -> Cell:
     """A cell computed elsewhere (a cluster job): its stored run, or an error saying it is missing."""
     retriever = retriever.for_dataset(dataset)
     loaded = store.load_run(retriever, dataset)
@@ -426,14 +394,3 @@ class DatasetName(str):
         out = super().__new__(cls, dataset.name)
         out.dataset = dataset
         return out
-
-
-def _indexer_role(retriever: Retriever, dataset: str | Dataset | None = None, store: Store | None = None,
-                  model_map: dict[str, str] | None = None):
-    from irgrid.runner.roles import build_indexer
-
-    return build_indexer(retriever, None if dataset is None else dataset_of(dataset), store, model_map, ensure_index)
-
-
-PIPELINE_BUILDER["build"] = build_pipeline  # `Retriever.pipeline()` (irgrid.core.retrievers) builds through this
-PIPELINE_BUILDER["indexer"] = _indexer_role  # `Retriever.indexer()`

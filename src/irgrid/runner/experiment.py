@@ -10,6 +10,7 @@ from typing import Any
 
 from irgrid.core import retrievers as r_mod
 from irgrid.core.errors import Error
+from irgrid.core.gridcell import GridCell
 from irgrid.core.profiles import DEFAULT_PROFILE, ProfileError, check_name
 from irgrid.core.registry import UnknownNameError
 from irgrid.core.schema import Key, Schema
@@ -55,7 +56,7 @@ class ExperimentError(Error, ValueError):
 class ExperimentSpec:
     name: str
     datasets: list[ds_mod.Dataset]
-    retrievers: list[r_mod.Retriever]
+    retrievers: list[GridCell]  # entries (with options, profiles) and pipeline expressions
     measures: list[Any]  # ir_measures objects; empty: each dataset's own (catalog) measures
     baseline: str | None = None
     test: str = "t"  # irgrid.core.significance.TESTS
@@ -209,7 +210,7 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
             raise ExperimentError(f"{source}: datasets[{i}]: {d.name!r} is already datasets[{seen_ds[d.name]}]; "
                                   f"list each dataset once")
         seen_ds[d.name] = i
-    retrievers: list[r_mod.Retriever] = []
+    retrievers: list[GridCell] = []
     pipelines: dict[int, tuple[str, str, str]] = {}  # {as, pipeline} items: compiled once all names are known
     for i, item in enumerate(data["retrievers"]):
         where = f"retrievers[{i}]"
@@ -245,7 +246,7 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
         for i, (name, _, _) in pipelines.items():
             retrievers[i] = compiled[name]
     for i, r in enumerate(retrievers):
-        problem = r_mod.check_options(r)
+        problem = r_mod.check_options(r) if isinstance(r, r_mod.Retriever) else None  # pipelines have none
         if problem:
             raise ExperimentError(f"{source}: retrievers[{i}] ({r.name}): {problem}")
     names = [r.name for r in retrievers]

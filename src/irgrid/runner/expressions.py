@@ -45,9 +45,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from irgrid.core.errors import Error
+from irgrid.core.gridcell import GridCell, check_cell_name
+from irgrid.core.hashing import config_hash
 from irgrid.core.memo import Memo
 from irgrid.core.registry import UnknownNameError, did_you_mean
-from irgrid.core.retrievers import PIPELINE_BUILDER, Retriever
+from irgrid.core.retrievers import Retriever
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -237,16 +239,20 @@ def register_scorer(query: Callable[..., Any], scorer: Callable[..., Any], reran
         RERANK_ONLY.add(query)
 
 
-def scorer_factory(entry: Retriever) -> Callable[..., Any] | None:
-    """The factory that makes `entry` a scorer of given candidates (None: it cannot score)."""
+def scorer_factory(cell: GridCell) -> Callable[..., Any] | None:
+    """The factory that makes an entry a scorer of given candidates (None: it cannot score, as a pipeline)."""
+    if not isinstance(cell, Retriever):
+        return None
     ensure_scorers()
-    return entry.make_scorer or SCORERS.get(entry.query)
+    return cell.make_scorer or SCORERS.get(cell.query)
 
 
-def rerank_only(entry: Retriever) -> bool:
-    """Whether the entry only scores given candidates (it cannot be a first stage)."""
+def rerank_only(cell: GridCell) -> bool:
+    """Whether the entry only scores given candidates (it cannot be a first stage); False for a pipeline."""
+    if not isinstance(cell, Retriever):
+        return False
     ensure_scorers()
-    return entry.rerank_only or entry.query in RERANK_ONLY
+    return cell.rerank_only or cell.query in RERANK_ONLY
 
 
 def ensure_scorers() -> None:
@@ -260,15 +266,44 @@ def ensure_scorers() -> None:
 
 
 @dataclass(frozen=True, eq=False)
-class Expression(Retriever):
-    """A named pipeline expression: a grid cell like any retriever, built from its parts' cells."""
+class Expression:
+    """A named pipeline expression: a grid cell (`GridCell`) of its own, built from its parts' cells. It holds its
+    parts (composition), it is not an entry: no options, profiles or index of its own."""
 
-    source: str = ""
-    tree: Any = None
-    parts: Mapping[str, Retriever] = field(default_factory=dict)  # every name the tree uses -> its entry
+    name: str
+    source: str  # the expression's text
+    tree: Ref | Op
+    # every name the tree uses -> its entry or pipeline (tiny-model mode, profiles and options are the parts' own)
+    parts: Mapping[str, GridCell] = field(default_factory=dict)
+
+    family = "pipeline"  # irgrid.core.retrievers.Family.PIPELINE
+    architecture = "expression"
+    index = None  # builds no index itself: its parts' cells do
+    profile = None  # its parts carry theirs
+    paper_name = None
+
+    def __post_init__(self) -> None:
+        check_cell_name(self.name)
+
+    @property
+    def reference(self) -> str:
+        return self.source
+
+    @property
+    def models(self) -> Mapping[str, Any]:
+        return {}  # its parts' checkpoints run in their own cells (all_models lists them)
 
     def config(self) -> dict[str, Any]:
         return {"expression": _tree_config(self.tree, self.parts, "first"), "format": FORMAT}
+
+    def key(self) -> str:
+        return config_hash(self.config())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Expression) and (self.name, self.config()) == (other.name, other.config())
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.key()))
 
     def all_models(self) -> dict[str, Any]:
         out = {}
@@ -279,15 +314,13 @@ class Expression(Retriever):
     def depth(self) -> int | None:
         return _depth(self.tree, self.parts)
 
-    def with_tiny_models(self) -> Retriever:
-        """Every part on its tiny stand-ins (the parts' keys, hence this expression's, say so)."""
-        return dataclasses.replace(self, parts={n: p.with_tiny_models() for n, p in self.parts.items()},
-                                   tiny_models=True)
+    def for_dataset(self, dataset: Any) -> Expression:
+        """Unchanged: each part's cell applies its own per-dataset values when it runs (`run_cell`)."""
+        return self
 
-    def with_options(self, name: str | None = None, **options: Any) -> Retriever:
-        if options:
-            raise ValueError(f"pipeline {self.name!r} has no options: set options on the entries it names")
-        return dataclasses.replace(self, name=name or self.name)
+    def build(self, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None = None) -> Any:
+        """GridCell: the runnable pipeline (`compose`)."""
+        return self.compose(dataset, store, model_map)
 
     def compose(self, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None = None,
                 live: bool = False) -> Any:
@@ -298,7 +331,7 @@ class Expression(Retriever):
         return _Composed(inner, parts, self)
 
 
-def _depth(tree: Ref | Op, parts: Mapping[str, Retriever]) -> int | None:
+def _depth(tree: Ref | Op, parts: Mapping[str, GridCell]) -> int | None:
     """Most results per query: a cut-off's k, a cascade its candidates', fusions the union's (rrf: num_results)."""
     if isinstance(tree, Ref):
         return parts[tree.name].depth()
@@ -316,7 +349,7 @@ def _depth(tree: Ref | Op, parts: Mapping[str, Retriever]) -> int | None:
     return min(depths) if tree.op == "&" else sum(depths)  # type: ignore[arg-type]
 
 
-def components(retriever: Retriever) -> dict[str, str]:
+def components(retriever: GridCell) -> dict[str, str]:
     """The registry entries (or `as:` variants) a retriever is built from, with their families: itself for an
     entry, the leaves of its tree for a pipeline (nested pipelines opened). Fusion suggestions compare these, so
     a cascade ending in MiniLM and MiniLM itself share the dense family."""
@@ -328,7 +361,7 @@ def components(retriever: Retriever) -> dict[str, str]:
     return out
 
 
-def fused(retriever: Retriever) -> list[str] | None:
+def fused(retriever: GridCell) -> list[str] | None:
     """The names a pipeline fuses at its top (rrf(a, b, ...) or a weighted a + b, weights and cut-offs of the
     operands set aside), or None when it is not a fusion of named systems."""
     tree = getattr(retriever, "tree", None)
@@ -345,11 +378,7 @@ def fused(retriever: Retriever) -> list[str] | None:
     return names
 
 
-def _no_query(*_: Any) -> Any:
-    raise TypeError("a pipeline expression is built by Expression.compose (irgrid.runner.cell.build_pipeline)")
-
-
-def _tree_config(tree: Ref | Op, parts: Mapping[str, Retriever], mode: str) -> Any:
+def _tree_config(tree: Ref | Op, parts: Mapping[str, GridCell], mode: str) -> Any:
     """What determines the expression's output: operators, numbers and the parts' full configurations (their
     keys): a first stage is keyed by its run's configuration, a re-ranker by its scorer's."""
     if isinstance(tree, Ref):
@@ -359,8 +388,8 @@ def _tree_config(tree: Ref | Op, parts: Mapping[str, Retriever], mode: str) -> A
             "parts": [_tree_config(p, parts, m) for p, m in zip(tree.parts, modes)]}
 
 
-def compile_items(items: list[tuple[str, str, str]], named: Mapping[str, Retriever],
-                  lookup: Callable[[str], Retriever]) -> dict[str, Expression]:
+def compile_items(items: list[tuple[str, str, str]], named: Mapping[str, GridCell],
+                  lookup: Callable[[str], GridCell]) -> dict[str, Expression]:
     """Resolve the `pipeline:` items of one experiment file: (name, expression, where) each. Names resolve to
     the file's own items first (`as:` variants with their options and profile, other pipelines), then to the
     registry. Returns name -> Expression; raises ExpressionError naming the item."""
@@ -373,12 +402,12 @@ def compile_items(items: list[tuple[str, str, str]], named: Mapping[str, Retriev
             raise ExpressionError(f"{where}: pipeline: {e}") from None
         wheres[name] = where
         try:
-            Retriever(name=name, family="sparse", architecture="-", query=_no_query)  # the name rules
+            check_cell_name(name)
         except ValueError as e:
             raise ExpressionError(f"{where}: as: {e}") from None
     done: dict[str, Expression] = {}
 
-    def resolve(name: str, stack: tuple[str, ...], where: str) -> Retriever:
+    def resolve(name: str, stack: tuple[str, ...], where: str) -> GridCell:
         if name in trees:
             if name in stack:
                 cycle = " -> ".join([*stack[stack.index(name):], name])
@@ -409,15 +438,14 @@ def _text(items: list[tuple[str, str, str]], name: str) -> str:
     return next(t for n, t, _ in items if n == name)
 
 
-def make_expression(name: str, text: str, tree: Ref | Op, parts: Mapping[str, Retriever], where: str) -> Expression:
+def make_expression(name: str, text: str, tree: Ref | Op, parts: Mapping[str, GridCell], where: str) -> Expression:
     """Check positions (what may retrieve, what may re-rank) and wrap the tree as a grid cell."""
     ensure_scorers()
     _check_positions(tree, parts, "first", where, text)
-    return Expression(name=name, family="pipeline", architecture="expression", query=_no_query,
-                      reference=text, source=text, tree=tree, parts=dict(parts))
+    return Expression(name=name, source=text, tree=tree, parts=dict(parts))
 
 
-def _check_positions(tree: Ref | Op, parts: Mapping[str, Retriever], mode: str, where: str, text: str,
+def _check_positions(tree: Ref | Op, parts: Mapping[str, GridCell], mode: str, where: str, text: str,
                      candidates_ok: bool = False) -> None:
     """`candidates_ok`: the node feeds the left of >>, where a set without scores (| or &) is fine."""
     if isinstance(tree, Op) and tree.op in ("|", "&") and not candidates_ok:
@@ -451,7 +479,7 @@ def expression(text: str, name: str = "pipeline", profile: str | None = None,
     where = f"irgrid.pipeline({text!r})"
     own = {}
     for n, part in (named or {}).items():
-        if not isinstance(part, Retriever):
+        if not isinstance(part, GridCell):
             raise ExpressionError(f"{where}: names[{n!r}] is a {type(part).__name__}; give an entry "
                                   f"(irgrid.retriever(...), with options) or irgrid.pipeline('EXPR', ds)")
         own[n] = dataclasses.replace(part, name=n)
@@ -459,7 +487,7 @@ def expression(text: str, name: str = "pipeline", profile: str | None = None,
                          lambda n: r_mod.get(n).with_profile(profile or DEFAULT_PROFILE))[name]
 
 
-def extra_pipeline(name: str, pipeline: Any, key: str | None) -> Retriever:
+def extra_pipeline(name: str, pipeline: Any, key: str | None) -> GridCell:
     """A pipeline composed in Python (`irgrid.run(spec, extra={name: pipeline}, keys={name: key})`) as a grid
     cell. irgrid cannot see inside a Python object, so its cache key is the caller's `key`: change it whenever the
     pipeline changes. `pipeline` is a PyTerrier transformer, or a function dataset-name -> transformer for grids
@@ -479,20 +507,55 @@ def extra_pipeline(name: str, pipeline: Any, key: str | None) -> Retriever:
         raise ExpressionError(f"extra pipeline {name!r}: expected a PyTerrier transformer or a function "
                               f"dataset name -> transformer, got {type(pipeline).__name__}")
     try:
-        return _Extra(name=name, family="pipeline", architecture="python", query=_no_query,
-                      options={"key": key}, reference="composed in Python", pipeline=pipeline)
+        return PythonPipeline(name=name, pipeline=pipeline, cache_key=key)
     except ValueError as e:
         raise ExpressionError(f"extra pipeline: {e}") from None
 
 
 @dataclass(frozen=True, eq=False)
-class _Extra(Retriever):
-    pipeline: Any = None
+class PythonPipeline:
+    """A pipeline composed in Python as a grid cell (`extra_pipeline`): keyed by its caller's `key`."""
+
+    name: str
+    pipeline: Any  # a PyTerrier transformer, or a function dataset name -> transformer
+    cache_key: str
+
+    family = "pipeline"
+    architecture = "python"
+    reference = "composed in Python"
+    index = None
+    profile = None
+    paper_name = None
+
+    def __post_init__(self) -> None:
+        check_cell_name(self.name)
+
+    @property
+    def models(self) -> Mapping[str, Any]:
+        return {}
 
     def config(self) -> dict[str, Any]:
-        return {"python": self.options["key"], "format": FORMAT}
+        return {"python": self.cache_key, "format": FORMAT}
 
-    def compose(self, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None = None) -> Any:
+    def key(self) -> str:
+        return config_hash(self.config())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PythonPipeline) and (self.name, self.key()) == (other.name, other.key())
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.key()))
+
+    def all_models(self) -> dict[str, Any]:
+        return {}  # irgrid cannot see inside a Python object
+
+    def depth(self) -> int | None:
+        return None
+
+    def for_dataset(self, dataset: Any) -> PythonPipeline:
+        return self
+
+    def build(self, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None = None) -> Any:
         import pyterrier as pt
 
         from irgrid.runner.cell import DatasetName
@@ -503,7 +566,7 @@ class _Extra(Retriever):
         p = p if isinstance(p, pt.Transformer) else p(DatasetName(dataset))
         if isinstance(getattr(p, "expression", None), Expression):  # irgrid.pipeline("EXPR", name): this grid's cache
             p = p.expression.compose(dataset, store, model_map)
-        if dataset.drop_self_matches:  # the dataset's policy applies to every cell (entries get it in build_pipeline)
+        if dataset.drop_self_matches:  # the dataset's policy applies to every cell (entries get it in build_entry)
             from irgrid.runner.transforms import DropSelfMatches
 
             p = p >> DropSelfMatches()
@@ -513,7 +576,7 @@ class _Extra(Retriever):
 # -- compilation to PyTerrier ------------------------------------------------------------------------------------
 
 
-def _compile(tree: Ref | Op, parts: Mapping[str, Retriever], mode: str, dataset: Dataset, store: Store,
+def _compile(tree: Ref | Op, parts: Mapping[str, GridCell], mode: str, dataset: Dataset, store: Store,
              model_map: dict[str, str], accounted: list[Any], live: bool = False) -> Any:
     def sub(t: Ref | Op, m: str = mode) -> Any:
         return _compile(t, parts, m, dataset, store, model_map, accounted, live)
@@ -563,7 +626,7 @@ def _sum_terms(tree: Ref | Op) -> list[tuple[float, Ref | Op]]:
     return [(1.0, tree)]
 
 
-def CachedRun(entry: Retriever, dataset: Dataset, store: Store, model_map: Mapping[str, str]) -> Any:  # noqa: N802
+def CachedRun(entry: GridCell, dataset: Dataset, store: Store, model_map: Mapping[str, str]) -> Any:  # noqa: N802
     return _classes()["CachedRun"](entry, dataset, store, model_map)
 
 
@@ -592,7 +655,7 @@ def _classes() -> dict[str, type]:
         the dataset's whole query set, so it is the very cell a grid listing this entry has). The stored run's
         measured time per query is declared through `latency_seconds()`, so the expression's latency includes it."""
 
-        def __init__(self, entry: Retriever, dataset: Dataset, store: Store, model_map: Mapping[str, str]):
+        def __init__(self, entry: GridCell, dataset: Dataset, store: Store, model_map: Mapping[str, str]):
             self.entry, self.dataset, self.store, self.model_map = entry, dataset, store, model_map
             self._run: pd.DataFrame | None = None
             self._ms = 0.0
@@ -728,7 +791,7 @@ def dense_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None
     from irgrid.dense.engine import engine_for, make_query_encoder
     from irgrid.dense.spec import ENCODERS
 
-    spec = ENCODERS.get(entry.options["encoder"])
+    spec = ENCODERS.get(entry.encoder.name)  # the registered spec of the entry's encoder wiring
     batch = int(entry.options["batch_size"])
     q_engine = engine_for(spec, "q", models["query"], device, batch)
     if index is not None:
@@ -842,8 +905,8 @@ def late_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None,
 # -- the scorer role in Python (`irgrid.retriever(name).scorer(ds)`, irgrid.runner.roles) --------------------------
 
 
-def can_score(entry: Retriever) -> bool:
-    """Whether the entry can re-rank a candidate set (a scorer is registered for it)."""
+def can_score(entry: GridCell) -> bool:
+    """Whether the entry can re-rank a candidate set (a scorer is declared or registered for it)."""
     return scorer_factory(entry) is not None
 
 
@@ -875,5 +938,3 @@ def build_scorer(entry: Retriever, dataset: Any, store: Store | None = None,
         raise RoleError(f"{entry.name}.scorer(): {_scorer_hint(entry)}")
     return Scorer(entry, _scorer(entry, ds, store or Store(), dict(model_map or {})))
 
-
-PIPELINE_BUILDER["scorer"] = build_scorer  # `Retriever.scorer()` and first stages given a result frame

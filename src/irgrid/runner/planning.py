@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from irgrid.core import settings
+from irgrid.core.gridcell import GridCell
 from irgrid.core.modelref import ModelRef
-from irgrid.core.retrievers import IndexRecipe, Retriever
+from irgrid.core.retrievers import IndexRecipe
 from irgrid.data.datasets import Dataset
 from irgrid.models import resolver as models_mod
 from irgrid.store import Store
@@ -37,6 +38,7 @@ DOC_TOKENS = 160  # tokens per document through an encoder (BEIR/MS MARCO passag
 QUERY_TOKENS = 32
 GENERATED_TOKENS = 64  # tokens a generator writes per output (a doc2query question, a query2doc/HyDE passage: 128)
 PASSAGE_TOKENS = 128
+RERANK_DEPTH = 100  # candidates a re-ranker scores per query (the `% 100` of the grammar's examples)
 DECODE_PENALTY = 10.0  # autoregressive decoding runs at ~1/10 of the encoder's FLOP rate (memory-bound, batched)
 DENSE_DIM = 768  # exact search is costed with the 768-d fit (384-d models search faster)
 
@@ -200,7 +202,7 @@ class Estimator:
             cost.disk += self.fits[(backend, "index_bytes")].at(docs)
         return cost
 
-    def queries(self, retriever: Retriever, queries: int | None, docs: int | None) -> Cost:
+    def queries(self, retriever: GridCell, queries: int | None, docs: int | None) -> Cost:
         """Running the queries of one cell: query-side models, then the search itself."""
         cost = Cost()
         if queries is None:
@@ -214,8 +216,7 @@ class Estimator:
             if role == "generator":  # query2doc, HyDE: a passage written per query
                 cost.gpu_s += queries * _model_seconds(ref, PASSAGE_TOKENS, decode=True)
             elif retriever.index is None:  # a re-ranker: every (query, candidate) pair through the model
-                depth = float(retriever.options.get("depth", 100))
-                cost.gpu_s += queries * depth * _model_seconds(ref, QUERY_TOKENS + DOC_TOKENS)
+                cost.gpu_s += queries * RERANK_DEPTH * _model_seconds(ref, QUERY_TOKENS + DOC_TOKENS)
             else:
                 cost.gpu_s += queries * _model_seconds(ref, QUERY_TOKENS)
             cost.sources.add("per-parameter rate")

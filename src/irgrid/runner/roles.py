@@ -73,9 +73,10 @@ class Scorer(pt.Transformer):
 class FirstStage(pt.Transformer):
     """An entry's first-stage pipeline that re-ranks (or refuses) a result frame instead of retrieving anew."""
 
-    def __init__(self, entry: Retriever, dataset: Dataset, store: Store, model_map: Mapping[str, str],
-                 inner: Any):
-        self.entry, self.dataset, self.store, self.model_map = entry, dataset, store, dict(model_map)
+    def __init__(self, entry: Retriever, inner: Any, make_scorer: Callable[[], Any]):
+        """`make_scorer`: the entry in re-ranking position on the same dataset and cache, built on first need
+        (irgrid.runner.build hands in irgrid.runner.expressions.build_scorer)."""
+        self.entry, self._make_scorer = entry, make_scorer
         self.transformer = inner  # `transformer`: the latency walker (runner.transforms.stages) looks inside
         self._scorer: Any = None
 
@@ -83,14 +84,8 @@ class FirstStage(pt.Transformer):
         if "docno" not in inp.columns:
             return self.transformer.transform(inp)
         if self._scorer is None:
-            from irgrid.core.retrievers import PIPELINE_BUILDER
-
-            build = PIPELINE_BUILDER.get("scorer")  # irgrid.runner.expressions registers it (layers: no cycle)
-            if build is None:
-                raise RuntimeError(f"{self.entry.name}: re-ranking needs irgrid's runner: get entries with "
-                                   f"irgrid.retriever(name)")
             try:
-                self._scorer = build(self.entry, self.dataset, self.store, self.model_map)
+                self._scorer = self._make_scorer()
             except RoleError as e:
                 raise RoleError(f"{self.entry.name}: this first-stage retriever received a result frame (a 'docno' "
                                 f"column) and would retrieve anew for every row; {str(e).split(': ', 1)[1]}") from None

@@ -1,0 +1,77 @@
+"""The one builder: how a registry entry becomes runnable, and the Python door that builds any grid cell.
+
+`irgrid.pipeline(...)` and an entry's `.pipeline(ds)` / `.retriever(ds)` end in `python_pipeline` (so the two doors
+cannot drift apart); `Retriever.build` (the `GridCell` protocol's, which the grid calls through
+`irgrid.runner.cell.build_pipeline`) is `build_entry`; `.scorer(ds)` and `.indexer(ds)` are the other roles. Entries
+(irgrid.core.retrievers) reach this module by one lazy import, declared in the import contract: they stay data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from irgrid.core import settings
+from irgrid.core.gridcell import GridCell
+from irgrid.core.retrievers import QueryContext, Retriever
+from irgrid.runner.cell import build_pipeline, dataset_of, ensure_index, resolve_models
+
+if TYPE_CHECKING:
+    from irgrid.data.datasets import Dataset
+    from irgrid.store import Store
+
+
+def python_pipeline(cell: GridCell, dataset: Any = None, **kwargs: Any) -> Any:
+    """The Python door's builder: the cell's pipeline on a dataset, every query checked to be text
+    (`build_pipeline`'s keywords: store, model_map, check_queries)."""
+    settings.use_irds_home()  # on first use, never at import (importing irgrid changes no environment variable)
+    return build_pipeline(cell, dataset, **kwargs)
+
+
+def build_entry(entry: Retriever, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None = None) -> Any:
+    """`Retriever.build`: a registry entry's query pipeline on a dataset, its index built or reused, the dataset's
+    policies applied."""
+    ctx = QueryContext(options=entry.options, models=resolve_models(entry.models, model_map),
+                       device=settings.device(), encoder=entry.encoder)
+    if entry.index is None:
+        pipeline = entry.query(None, ctx)
+    else:
+        recipe = entry.index
+        ensure_index(recipe, dataset, store, model_map)
+        folder = store.index_dir(recipe, dataset)
+        # Some backends write into the published index when first queried with new parameters (PISA's
+        # per-parameter `bm25.k1-...` files): opening and building the query side happen under the index's
+        # lock, leftovers of a killed writer are deleted first and new files recorded in its manifest.
+        with store.lock(folder, f"index {recipe.name} of {dataset.corpus} (query-time files)"):
+            store.clean_lazy(folder)
+            artifact = recipe.open(folder, recipe.params, resolve_models(recipe.models, model_map))
+            pipeline = entry.query(artifact, ctx)
+            store.record_lazy(folder)
+    from irgrid.runner.expressions import build_scorer
+    from irgrid.runner.roles import FirstStage
+
+    # given a result frame, a first stage re-ranks it or says what to use: it never retrieves anew
+    models = dict(model_map or {})
+    pipeline = FirstStage(entry, pipeline, lambda: build_scorer(entry, dataset, store, models))
+    if dataset.drop_self_matches:
+        from irgrid.runner.transforms import DropSelfMatches
+
+        pipeline = pipeline >> DropSelfMatches()
+    return pipeline
+
+
+def scorer_role(entry: Retriever, dataset: Any = None, store: Store | None = None,
+                model_map: Mapping[str, str] | None = None) -> Any:
+    """`Retriever.scorer()`: the entry in re-ranking position (irgrid.runner.expressions.build_scorer)."""
+    from irgrid.runner.expressions import build_scorer
+
+    return build_scorer(entry, dataset, store, model_map)
+
+
+def indexer_role(entry: Retriever, dataset: Any = None, store: Store | None = None,
+                 model_map: Mapping[str, str] | None = None) -> Any:
+    """`Retriever.indexer()` (irgrid.runner.roles.Indexer)."""
+    from irgrid.runner.roles import build_indexer
+
+    return build_indexer(entry, None if dataset is None else dataset_of(dataset), store,
+                         dict(model_map) if model_map is not None else None, ensure_index)
