@@ -44,9 +44,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from irgrid.qa import arguments
 from irgrid.qa.answer_measures import sentences
 
-SCORERS = ("lexical", "embedding", "hybrid")
+SCORERS = arguments.SCORERS
 JUDGES = SCORERS + ("llm",)
 UNITS = ("answer", "model_keypoint")
 LABELS = "the authors' released gpt-4o-mini coverage labels"
@@ -539,22 +540,23 @@ def validation_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`python -m irgrid.qa.judges HUMAN.jsonl.gz --out DIR` (make qa-judges)."""
-    import argparse
-    import logging
-
-    p = argparse.ArgumentParser(prog="python -m irgrid.qa.judges", description=main.__doc__)
-    p.add_argument("labels", help="oe_human_review.jsonl.gz of ../shared/datasets/disastqa-outputs (the authors' "
-                                  "released gpt-4o-mini coverage labels)")
-    p.add_argument("--out", required=True)
-    p.add_argument("--scorers", default=",".join(SCORERS))
-    p.add_argument("--questions", type=int, help="a fixed-seed sample of the 200 questions (embedding cost)")
-    args = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO)
+def run_validation(args: Any) -> int:
+    """`irgrid qa judges` (make qa-judges): validate, print the report."""
     result = validate(args.labels, args.out, scorers=args.scorers.split(","), questions=args.questions)
     print(validation_markdown(result))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m irgrid.qa.judges`: an alias of `irgrid qa judges` (same arguments)."""
+    import argparse
+    import logging
+
+    p = argparse.ArgumentParser(prog="python -m irgrid.qa.judges", description="the same as `irgrid qa judges`")
+    arguments.judges_arguments(p)
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO)
+    return run_validation(args)
 
 
 if __name__ == "__main__":
