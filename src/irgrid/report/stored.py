@@ -11,6 +11,8 @@ from typing import Any
 
 import pandas as pd
 
+from irgrid.runner.outputs import OutputError
+
 
 def slug(dataset: str) -> str:
     return dataset.replace("/", "--")  # as irgrid.data.datasets.Dataset.slug names the run folders
@@ -131,7 +133,7 @@ def load(out: str | Path) -> Grid:
     out = Path(out)
     missing = [n for n in ("results.csv", "perquery.csv", "manifest.json") if not (out / n).exists()]
     if missing:
-        raise FileNotFoundError(f"{out} is not an irgrid output folder: missing {', '.join(missing)}")
+        raise OutputError(f"{out} is not an irgrid output folder: missing {', '.join(missing)}")
     results = pd.read_csv(out / "results.csv")
     perquery = pd.read_csv(out / "perquery.csv", dtype={"qid": str})
     failures_path = out / "failures.json"

@@ -232,7 +232,9 @@ def _build_pipeline(retriever: Retriever, dataset: str | Dataset | None, store: 
     if not isinstance(retriever, Retriever):
         raise TypeError(f"expected a retriever (irgrid.retriever('bm25-pisa')) or its name, got {retriever!r}")
     if dataset is None:
-        raise ValueError(f"{retriever.name}.pipeline() needs a dataset to index, e.g. 'beir/scifact/test'")
+        from irgrid.runner.roles import RoleError
+
+        raise RoleError(f"{retriever.name}.pipeline() needs a dataset to index, e.g. 'beir/scifact/test'")
     dataset = dataset_of(dataset)
     store = store or Store()
     compose = getattr(retriever, "compose", None)
@@ -401,8 +403,8 @@ def load_cell(retriever: Retriever, dataset: Dataset, store: Store) -> Cell:
     retriever = retriever.for_dataset(dataset)
     loaded = store.load_run(retriever, dataset)
     if loaded is None:
-        raise FileNotFoundError(f"{retriever.name} on {dataset.name}: no stored run at {store.run_path(retriever, dataset)} "
-                                f"although its job reported success")
+        raise CacheError(f"{retriever.name} on {dataset.name}: no stored run at {store.run_path(retriever, dataset)} "
+                         f"although its job reported success")
     return _checked(Cell(retriever, dataset, loaded[0], loaded[1], cached=True), dataset.topics())
 
 

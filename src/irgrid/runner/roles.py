@@ -36,7 +36,7 @@ def _dataset(dataset: Any, what: str) -> Dataset:
     from irgrid.data.datasets import get as get_dataset
 
     if dataset is None:
-        raise ValueError(f"{what} needs a dataset, e.g. 'beir/scifact/test'")
+        raise RoleError(f"{what} needs a dataset, e.g. 'beir/scifact/test'")
     return get_dataset(dataset) if isinstance(dataset, str) else dataset
 
 
@@ -86,8 +86,8 @@ class FirstStage(pt.Transformer):
 
             build = PIPELINE_BUILDER.get("scorer")  # irgrid.runner.expressions registers it (layers: no cycle)
             if build is None:
-                raise RuntimeError(f"{self.entry.name}: re-ranking needs irgrid's runner: get entries with "
-                                   f"irgrid.retriever(name)")
+                raise RoleError(f"{self.entry.name}: re-ranking needs irgrid's runner: get entries with "
+                                f"irgrid.retriever(name)")
             try:
                 self._scorer = build(self.entry, self.dataset, self.store, self.model_map)
             except RoleError as e:
