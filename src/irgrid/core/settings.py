@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -64,18 +65,10 @@ class Settings:
             raise TypeError(f"Settings.from_env: no setting {unknown}")  # a caller's bug, not a user's setting
         given = {k: v for k, v in overrides.items() if v is not None}
 
-        def raw(name: str) -> tuple[Any, str]:
-            if name in given:
-                return given[name], FLAGS.get(name, name)
-            return environ.get(VARIABLES[name]), VARIABLES[name]
-
         owned = set(VARIABLES.values())
         passthrough = tuple(sorted((k, v) for k, v in environ.items()
                                    if k.startswith(PASSTHROUGH_PREFIXES) and k not in owned))
-        return cls(cache=_cache(*raw("cache")), irds_staged=_path(raw("irds_staged")[0]),
-                   ir_datasets_home=_path(raw("ir_datasets_home")[0]), device=_device(*raw("device")),
-                   max_models=_max_models(*raw("max_models")), shared=_shared(raw("shared")[0]),
-                   tiny_models=_flag(*raw("tiny_models")), verbose=_flag(*raw("verbose")),
+        return cls(**{name: _read(name, environ, given) for name in VARIABLES},
                    passthrough=given.get("passthrough", passthrough))
 
     def irds_home(self) -> Path:
@@ -87,7 +80,14 @@ class Settings:
         return {**dict(self.passthrough), "IR_DATASETS_HOME": str(self.irds_home())}
 
 
-def _path(value: Any) -> Path | None:
+def _read(name: str, environ: Mapping[str, str], given: Mapping[str, Any]) -> Any:
+    """One setting: the flag's value when given, else its variable's, parsed and checked."""
+    if name in given:
+        return _PARSE[name](given[name], FLAGS.get(name, name))
+    return _PARSE[name](environ.get(VARIABLES[name]), VARIABLES[name])
+
+
+def _path(value: Any, source: str = "") -> Path | None:
     return Path(value).expanduser() if value else None
 
 
@@ -98,9 +98,12 @@ def _cache(value: Any, source: str) -> Path:
     return path
 
 
-def _shared(value: Any) -> Path | None:
-    if value:
-        return Path(value).expanduser()
+def _shared(value: Any, source: str = "") -> Path | None:
+    return Path(value).expanduser() if value else _checkout_shared()
+
+
+@functools.cache
+def _checkout_shared() -> Path | None:
     candidate = Path(__file__).resolve().parents[3].parent / "shared"  # src/irgrid/core/settings.py
     return candidate if candidate.is_dir() else None
 
@@ -135,6 +138,10 @@ def _max_models(value: Any, source: str) -> int:
     return int(text)
 
 
+_PARSE = {"cache": _cache, "irds_staged": _path, "ir_datasets_home": _path, "device": _device,
+          "max_models": _max_models, "shared": _shared, "tiny_models": _flag, "verbose": _flag}
+
+
 # -- the current settings ---------------------------------------------------------------------------------------
 _CURRENT: ContextVar[Settings | None] = ContextVar("irgrid_settings", default=None)
 
@@ -155,19 +162,26 @@ def using(settings: Settings) -> Iterator[Settings]:
         _CURRENT.reset(token)
 
 
+def _setting(name: str) -> Any:
+    """One field of the current settings; outside a `using` block only its own variable is read (cheap: these
+    readers sit on paths called per model and per store)."""
+    found = _CURRENT.get()
+    return getattr(found, name) if found is not None else _read(name, os.environ, {})
+
+
 def cache_root() -> Path:
     """Indexes and cached runs (IRGRID_CACHE / --cache, default ~/.cache/irgrid)."""
-    return current().cache
+    return _setting("cache")
 
 
 def staged_irds_home() -> Path | None:
     """A read-only IR_DATASETS_HOME to copy from (IRGRID_IRDS_STAGED), for machines with no downloads."""
-    return current().irds_staged
+    return _setting("irds_staged")
 
 
 def irds_home() -> Path:
     """The writable ir_datasets home irgrid uses: IR_DATASETS_HOME if set, else one inside the cache."""
-    return current().irds_home()
+    return _setting("ir_datasets_home") or _setting("cache") / "irds"
 
 
 def use_irds_home() -> Path:
@@ -187,7 +201,7 @@ def device() -> str | None:
     """The device models run on (IRGRID_DEVICE: 'cpu', 'cuda', 'cuda:1', 'mps'); None lets each library pick (a
     GPU when present). An accelerator that is asked for but absent is one clear error naming the setting, instead
     of a failure deep inside a model library."""
-    value = current().device
+    value = _setting("device")
     if value is not None and value != "cpu":
         problem = _device_missing(value)
         if problem:  # every cell failed after its model loaded, without naming the setting (issue 32)
@@ -220,7 +234,7 @@ def max_models() -> int:
     """IRGRID_MAX_MODELS (default 3): how many loaded models a process keeps at once (irgrid.models.cache); the
     least recently used one is released first. Three covers the largest cell (HyDE: query and document encoders
     and the generator); a grid also releases every model after each retriever's cells."""
-    return current().max_models
+    return _setting("max_models")
 
 
 def shared_root() -> Path | None:
@@ -229,7 +243,7 @@ def shared_root() -> Path | None:
     Staged data for datasets ir_datasets lacks lives under `<shared>/datasets/` (e.g. `instructir/`). irgrid never
     writes there.
     """
-    return current().shared
+    return _setting("shared")
 
 
 def tiny_models() -> bool:
@@ -237,9 +251,9 @@ def tiny_models() -> bool:
     random-weight model of that architecture (wiring checks on a CPU; never results). Read where entries are
     looked up (`irgrid.core.retrievers.get`), which marks their checkpoints (`ModelRef.stand_in`): keys never
     read it."""
-    return current().tiny_models
+    return _setting("tiny_models")
 
 
 def verbose() -> bool:
     """`irgrid -v` (IRGRID_VERBOSE=1): show libraries' own output (PISA percentages, JVM warnings, tracebacks)."""
-    return current().verbose
+    return _setting("verbose")
