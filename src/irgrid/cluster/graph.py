@@ -75,8 +75,7 @@ def build_graph(spec: ExperimentSpec, store: Store, config: ExecutorConfig, out:
 
     def task(job_id: str, kind: str, dataset: Dataset, **kw: Any) -> Task:
         return Task(job_id=job_id, kind=kind, store_root=str(store.root), out=str(out), settings=job_settings,
-                    dataset=dataset,
-                    model_map=dict(spec.models), latency_sample=spec.latency_sample, **kw)
+                    dataset=dataset, model_map=dict(spec.models), latency_sample=spec.latency_sample, **kw)
 
     for dataset in spec.datasets:
         for retriever in spec.retrievers:
