@@ -87,9 +87,9 @@ qa-replay: install
 # all 200 questions; all judges on a fixed 50-question sample (MiniLM embeddings of ~20k texts, cached in
 # $(IRGRID_CACHE)/qa/embeddings); then the review file replayed with the default judge.
 qa-judges: install
-	$(BIN)/python -m irgrid.qa.judges $(QA_OUTPUTS)/oe_human_review.jsonl.gz --out results/qa-judges/full \
+	$(BIN)/irgrid qa judges $(QA_OUTPUTS)/oe_human_review.jsonl.gz --out results/qa-judges/full \
 		--scorers lexical
-	$(BIN)/python -m irgrid.qa.judges $(QA_OUTPUTS)/oe_human_review.jsonl.gz --out results/qa-judges/sample50 \
+	$(BIN)/irgrid qa judges $(QA_OUTPUTS)/oe_human_review.jsonl.gz --out results/qa-judges/sample50 \
 		--questions 50
 	$(BIN)/irgrid qa replay $(QA_OUTPUTS)/oe_human_review.jsonl.gz --out results/qa-judges/replay \
 		--measures coverage

@@ -19,6 +19,7 @@ from irgrid.core.retrievers import (
     RETRIEVERS,
     BuildContext,
     DocStage,
+    EntryError,
     IndexRecipe,
     QueryContext,
     Retriever,
@@ -287,7 +288,7 @@ def make_hyde(options: Mapping[str, Any]) -> Retriever:
     """HyDE over the dense entry named by `encoder`: same index, same encoders, plus a generator."""
     dense = RETRIEVERS.get(str(options["encoder"]))
     if dense.family != "dense" or "query" not in dense.models or dense.index is None:
-        raise ValueError(f"hyde: encoder {dense.name!r} is not a single-vector dense entry")
+        raise EntryError(f"hyde: encoder {dense.name!r} is not a single-vector dense entry")
     encoder_profile = options.get("encoder_profile")
     if encoder_profile is not None:  # the wrapped entry under a profile: its spec, index and keys follow
         dense = dense.with_profile(str(encoder_profile))

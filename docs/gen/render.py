@@ -258,9 +258,11 @@ def cli_commands() -> list[str]:
 def cli_reference() -> str:
     parts = ["# Command line\n", "Generated: what `irgrid --help` and each subcommand's `--help` print.\n",
              "```text\n" + _cli("--help") + "```\n"]
-    commands = [[c] for c in cli_commands()]
-    if ["qa"] in commands and ["qa", "replay"] not in commands:
-        commands.insert(commands.index(["qa"]) + 1, ["qa", "replay"])
+    commands = []
+    for c in cli_commands():  # a command, then its own subcommands (`qa run|replay|judges`)
+        commands.append([c])
+        nested = re.search(rf"^usage: irgrid {c} .*?\{{([\w,-]+)\}}", _cli(c, "--help"), re.M)
+        commands += [[c, s] for s in nested.group(1).split(",")] if nested else []
     for argv in commands:
         parts.append(f"## `irgrid {' '.join(argv)}`\n\n```text\n" + _cli(*argv, "--help") + "```\n")
     return "\n".join(parts)

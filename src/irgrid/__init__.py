@@ -35,7 +35,8 @@ def run(experiment: Any, out: Any = None, *, extra: dict[str, Any] | None = None
         from irgrid.runner.experiment import with_extra
 
         experiment = with_extra(experiment, extra, keys)
-    return _run(experiment, out)
+    with settings.using(settings.current()):  # read and checked once: the whole grid runs under the same settings
+        return _run(experiment, out)
 
 
 def retriever(name: str) -> Retriever:

@@ -179,16 +179,9 @@ def cmd_resolve(args) -> int:
 def cmd_run(args) -> int:
     import os
 
-    if args.cache and os.path.exists(args.cache) and not os.path.isdir(args.cache):
-        print(f"irgrid: error: --cache {args.cache} is a file, not a folder; give a folder path", file=sys.stderr)
-        return 2
-    if args.cache:
-        os.environ["IRGRID_CACHE"] = args.cache
-    if args.tiny_models:
-        os.environ["IRGRID_TINY_MODELS"] = "1"
     from irgrid.core import settings
 
-    settings.device()  # IRGRID_DEVICE checked once, before any work
+    settings.device()  # an accelerator asked for (IRGRID_DEVICE) is checked once, before any work
     settings.use_irds_home()  # the cache's own (--cache/irds) unless IR_DATASETS_HOME is set, as documented
     if settings.tiny_models():
         print("irgrid: TINY-MODEL MODE: every checkpoint with a declared architecture is a tiny random-weight model;"
@@ -296,25 +289,15 @@ def cmd_check(args) -> int:
     return 1 if failed else 0
 
 
-def cmd_qa(args) -> int:
-    """DisastQA reader x evidence-setting grid (irgrid.qa.runner)."""
-    import os
-
-    if args.cache:
-        os.environ["IRGRID_CACHE"] = args.cache
+def cmd_qa_run(args) -> int:
+    """`irgrid qa run EXP.yaml`: the DisastQA reader x evidence-setting grid (irgrid.qa.runner)."""
     logging.getLogger("irgrid").setLevel(logging.INFO)
     from pathlib import Path
 
-    from irgrid.data.disastqa import DisastQAError
-    from irgrid.qa.readers import ReaderError
-    from irgrid.qa.runner import QAExperimentError, load, run
+    from irgrid.qa.runner import load, run
 
-    try:
-        spec = load(args.experiment)
-        results = run(spec, out=args.out)
-    except (QAExperimentError, DisastQAError, ReaderError) as e:
-        print(f"irgrid: error: {e}", file=sys.stderr)
-        return 2
+    spec = load(args.experiment)
+    results = run(spec, out=args.out)
     if args.out:
         print(Path(args.out, "results.md").read_text())
         print(f"wrote {args.out}/results.csv, breakdown.csv, tests.csv, retrieval.csv, items.csv, results.md, "
@@ -324,13 +307,45 @@ def cmd_qa(args) -> int:
     return 0
 
 
-def cmd_qa_replay(argv: list[str]) -> int:
+def cmd_qa_replay(args) -> int:
     """`irgrid qa replay FILE --out DIR`: score released DisastQA answers as a reader (irgrid.qa.replay)."""
-    import os
+    logging.getLogger("irgrid").setLevel(logging.INFO)
+    from pathlib import Path
 
-    p = argparse.ArgumentParser(prog="irgrid qa replay",
-                                description="score the DisastQA authors' released answers (mcq_answers.csv.gz, "
-                                            "oe_answers.jsonl.gz, oe_human_review.jsonl.gz) like a live reader")
+    from irgrid.qa import judges, replay
+
+    judge = judges.parse_judge(args.judge) if args.judge else None  # None: the cross-validated default
+    oe_measures = tuple(args.measures.split(",")) if args.measures else replay.OE_MEASURES
+    replay.run(args.file, args.out, models=args.model, sample=args.sample, seed=args.seed, judge=judge,
+               bertscore=args.bertscore, oe_measures=oe_measures)
+    print(Path(args.out, "results.md").read_text())
+    print(f"wrote {args.out}/answers.csv, results.csv, tests.csv, results.md, manifest.json")
+    return 0
+
+
+def cmd_qa_judges(args) -> int:
+    """`irgrid qa judges HUMAN.jsonl.gz --out DIR`: the coverage judges against the authors' labels."""
+    logging.getLogger("irgrid").setLevel(logging.INFO)
+    from irgrid.qa import judges
+
+    return judges.run_validation(args)
+
+
+def _qa_parser(sub) -> None:
+    """`irgrid qa run|replay|judges`."""
+    from irgrid.qa.arguments import judges_arguments  # light: no numpy
+
+    qa = sub.add_parser("qa", help="DisastQA: run readers x evidence settings from a YAML, replay the authors' "
+                                   "released answers, validate the coverage judges",
+                        description="DisastQA (irgrid.qa): run, replay, judges.")
+    commands = qa.add_subparsers(dest="qa_command", required=True)
+    p = commands.add_parser("run", help="readers x evidence settings (Base/Golden/Mix/Retrieved) from a YAML")
+    p.add_argument("experiment")
+    p.add_argument("--out", help="output folder (results.csv, breakdown.csv, tests.csv, retrieval.csv, items.csv, ...)")
+    p.add_argument("--cache", help="cache folder (default IRGRID_CACHE or ~/.cache/irgrid)")
+    p.set_defaults(func=cmd_qa_run)
+    p = commands.add_parser("replay", help="score the DisastQA authors' released answers (mcq_answers.csv.gz, "
+                                           "oe_answers.jsonl.gz, oe_human_review.jsonl.gz) like a live reader")
     p.add_argument("file")
     p.add_argument("--out", required=True, help="output folder (answers.csv, results.csv, tests.csv, ...)")
     p.add_argument("--model", action="append", help="only this reader (repeatable)")
@@ -344,36 +359,31 @@ def cmd_qa_replay(argv: list[str]) -> int:
                                       "BLEU-4,BLEU-4-paper,BERTScore-F1,coverage; -paper: the DisastQA authors' "
                                       "convention, equal to their published values)")
     p.add_argument("--cache", help="cache folder (default IRGRID_CACHE or ~/.cache/irgrid)")
-    args = p.parse_args(argv)
-    if args.cache:
-        os.environ["IRGRID_CACHE"] = args.cache
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
-    logging.getLogger("irgrid").setLevel(logging.INFO)
-    from pathlib import Path
-
-    from irgrid.data.disastqa import DisastQAError
-    from irgrid.models.resolver import ModelUnavailableError
-    from irgrid.qa import judges, replay
-
-    try:
-        judge = judges.parse_judge(args.judge) if args.judge else None  # None: the cross-validated default
-        oe_measures = tuple(args.measures.split(",")) if args.measures else replay.OE_MEASURES
-        replay.run(args.file, args.out, models=args.model, sample=args.sample, seed=args.seed, judge=judge,
-                   bertscore=args.bertscore, oe_measures=oe_measures)
-    except (replay.ReplayError, DisastQAError, ModelUnavailableError, ValueError) as e:
-        print(f"irgrid: error: {e}", file=sys.stderr)
-        return 2
-    print(Path(args.out, "results.md").read_text())
-    print(f"wrote {args.out}/answers.csv, results.csv, tests.csv, results.md, manifest.json")
-    return 0
+    p.set_defaults(func=cmd_qa_replay)
+    p = commands.add_parser("judges", help="the coverage judges (sweeps, leave-one-reader-out CV) against the "
+                                           "authors' released gpt-4o-mini labels")
+    judges_arguments(p)
+    p.add_argument("--cache", help="cache folder (default IRGRID_CACHE or ~/.cache/irgrid)")
+    p.set_defaults(func=cmd_qa_judges)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:2] == ["qa", "replay"]:
-        return cmd_qa_replay(argv[2:])
+    if argv[:1] == ["qa"] and len(argv) > 1 and argv[1].endswith((".yaml", ".yml")):
+        argv = ["qa", "run", *argv[1:]]  # `irgrid qa EXP.yaml`, as written before `qa run` existed
+    args = build_parser().parse_args(argv)
+    if not args.verbose:  # -v: libraries' own output (PISA, JVM, ir_datasets INFO) and tracebacks
+        logging.getLogger("ir_datasets").setLevel(logging.WARNING)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
+    logging.getLogger("irgrid").setLevel(logging.INFO if args.verbose or args.command == "run" else logging.WARNING)
+    return _run_reporting_errors(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line (tests compare `--help` with it)."""
     parser = argparse.ArgumentParser(prog="irgrid", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="libraries' own output (PISA, JVM, ir_datasets) and tracebacks (as IRGRID_VERBOSE=1)")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("list", help="the retriever registry (does not import torch); `list NAME`: that entry's "
                                     "paper vs card profile differences with their sources")
@@ -446,29 +456,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("out", help="an `irgrid run --out` folder")
     p.add_argument("--expected", help="expected-scores YAML (default: EXPERIMENT.expected.yaml beside the experiment)")
     p.set_defaults(func=cmd_check)
-    p = sub.add_parser("qa", help="DisastQA: readers x evidence settings (Base/Golden/Mix/Retrieved) from a YAML; "
-                                   "`irgrid qa replay FILE --out DIR` scores released answers")
-    p.add_argument("experiment")
-    p.add_argument("--out", help="output folder (results.csv, breakdown.csv, tests.csv, retrieval.csv, items.csv, ...)")
-    p.add_argument("--cache", help="cache folder (default IRGRID_CACHE or ~/.cache/irgrid)")
-    p.set_defaults(func=cmd_qa)
-    args = parser.parse_args(argv)
-    if args.verbose:  # libraries' own output (PISA, JVM, ir_datasets INFO) and tracebacks
-        import os
-
-        os.environ["IRGRID_VERBOSE"] = "1"
-    else:
-        logging.getLogger("ir_datasets").setLevel(logging.WARNING)
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
-    logging.getLogger("irgrid").setLevel(logging.INFO if args.verbose or args.command == "run" else logging.WARNING)
-    return _run_reporting_errors(args)
+    _qa_parser(sub)
+    return parser
 
 
 def _run_reporting_errors(args) -> int:
-    """User errors and environment faults end in one `irgrid: error:` line (the traceback only with -v)."""
+    """Run the command under the settings of the environment and the flags (built once; the environment is never
+    edited). User errors and environment faults end in one `irgrid: error:` line (the traceback only with -v)."""
     import errno
+    import os
     import traceback
 
+    from irgrid.core import settings
     from irgrid.core.errors import Error
 
     def fail(message: str) -> int:
@@ -478,7 +477,10 @@ def _run_reporting_errors(args) -> int:
         return 2
 
     try:
-        return args.func(args)
+        flags = {"cache": getattr(args, "cache", None), "tiny_models": getattr(args, "tiny_models", False) or None,
+                 "verbose": args.verbose or None}
+        with settings.using(settings.Settings.from_env(os.environ, **flags)):
+            return args.func(args)
     except Error as e:  # every user-facing irgrid error derives from irgrid.Error
         return fail(str(e))
     except OSError as e:

@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from irgrid.core.retrievers import QueryContext, Retriever
+from irgrid.core.retrievers import EntryError, QueryContext, Retriever
+from irgrid.models.loading import CheckpointMismatchError
 
 KINDS = ("sequence-classification", "monot5")
 MONOT5_TEMPLATE = "Query: {query} Document: {text} Relevant:"
@@ -58,7 +59,7 @@ def _define() -> type:
             self.device = pick_device(device)
             self.kind = head  # the entry's typed `head` (wiring: it follows the checkpoint)
             if self.kind not in KINDS:
-                raise ValueError(f"re-ranker {name!r}: head {self.kind!r} is not one of {KINDS}")
+                raise EntryError(f"re-ranker {name!r}: head {self.kind!r} is not one of {KINDS}")
             self.batch_size, self.max_length = int(options["batch_size"]), int(options["max_length"])
             self.memo = Memo()  # (query, text) -> score: single-query latency runs re-use batch scores, declared
             self._model: Any = None
@@ -72,8 +73,8 @@ def _define() -> type:
             if self.kind == "monot5":
                 ids = [self.tokenizer.encode(w, add_special_tokens=False) for w in ("false", "true")]
                 if any(len(i) != 1 for i in ids):
-                    raise ValueError(f"re-ranker {self.name}: 'true'/'false' are not single tokens of its tokenizer "
-                                     f"({ids}): not a monoT5 tokenizer")
+                    raise CheckpointMismatchError(f"re-ranker {self.name}: 'true'/'false' are not single tokens of "
+                                                  f"its tokenizer ({ids}): not a monoT5 tokenizer")
                 self.false_true = [ids[0][0], ids[1][0]]
 
         def _read(self) -> tuple[Any, Any]:
@@ -123,7 +124,7 @@ def _define() -> type:
             if not {"docno", "text", "query"} <= set(inp.columns):
                 if len(inp) == 0:
                     return inp.assign(score=pd.Series([], dtype=float), rank=pd.Series([], dtype=int))
-                raise ValueError(f"{self.name} is a re-ranker: it scores candidates (query, docno, text), it does "
+                raise EntryError(f"{self.name} is a re-ranker: it scores candidates (query, docno, text), it does "
                                  f"not retrieve. Use it in a pipeline, e.g. {{as: bm25-{self.name}, pipeline: "
                                  f"\"bm25 % 100 >> {self.name}\"}}")
             if len(inp) == 0:

@@ -71,7 +71,7 @@ class RayExecutor(ClusterExecutor):
         cfg = self.config
         started_here = not ray.is_initialized()
         if started_here:
-            kwargs: dict[str, Any] = {"runtime_env": {"env_vars": jobs[0].task.env} if jobs else {},
+            kwargs: dict[str, Any] = {"runtime_env": {"env_vars": jobs[0].task.settings.environment()} if jobs else {},
                                       "include_dashboard": False, "log_to_driver": False}
             if cfg.address:
                 kwargs["address"] = cfg.address

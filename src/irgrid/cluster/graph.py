@@ -4,12 +4,14 @@ job per uncached cell, after its index. Jobs are in dependency order and carry a
 
 from __future__ import annotations
 
-import os
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from irgrid.core import settings
 from irgrid.core.hashing import config_hash
+from irgrid.core.settings import Settings
 
 if TYPE_CHECKING:
     from irgrid.cluster.config import ExecutorConfig
@@ -18,10 +20,6 @@ if TYPE_CHECKING:
     from irgrid.data.datasets import Dataset
     from irgrid.runner.experiment import ExperimentSpec
     from irgrid.store import Store
-
-# environment that decides what a job computes and where it finds data and models: handed to every job
-ENV_PREFIXES = ("IRGRID_", "IR_DATASETS_", "HF_", "TRANSFORMERS_", "SENTENCE_TRANSFORMERS_", "TOKENIZERS_",
-                "JAVA_", "JVM_", "PYSERINI_", "TORCH_HOME", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 @dataclass
@@ -33,7 +31,7 @@ class Task:
     kind: str  # index | shard | merge | cell
     store_root: str
     out: str
-    env: dict[str, str]
+    settings: Settings  # the submitter's (cache = the store's), with the environment libraries read
     dataset: Dataset
     retriever: GridCell | None = None
     recipe: IndexRecipe | None = None
@@ -54,10 +52,6 @@ class Job:
     cells: list[tuple[str, str]] = field(default_factory=list)  # (dataset, retriever) of a cell job
 
 
-def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k.startswith(ENV_PREFIXES)}
-
-
 def _safe(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_.@" else "-" for c in text)
 
@@ -75,13 +69,14 @@ def build_graph(spec: ExperimentSpec, store: Store, config: ExecutorConfig, out:
     """Jobs for everything not in the cache, in dependency order, and one record per cell of the grid."""
     from irgrid.cluster import sharding
 
-    env = {**_env(), "IRGRID_CACHE": str(store.root)}
+    mine = settings.current()
+    job_settings = dataclasses.replace(mine, cache=Path(store.root), ir_datasets_home=mine.irds_home())
     jobs: dict[str, Job] = {}
     cells: list[dict[str, Any]] = []
 
     def task(job_id: str, kind: str, dataset: Dataset, **kw: Any) -> Task:
-        return Task(job_id=job_id, kind=kind, store_root=str(store.root), out=str(out), env=env, dataset=dataset,
-                    model_map=dict(spec.models), latency_sample=spec.latency_sample, **kw)
+        return Task(job_id=job_id, kind=kind, store_root=str(store.root), out=str(out), settings=job_settings,
+                    dataset=dataset, model_map=dict(spec.models), latency_sample=spec.latency_sample, **kw)
 
     for dataset in spec.datasets:
         for retriever in spec.retrievers:

@@ -21,8 +21,16 @@ log = logging.getLogger("irgrid")
 
 
 def execute(task: Task, *dependencies: Any) -> dict[str, Any]:
-    """Run one job. `dependencies` are the results of the jobs it waited for (Ray passes them; unused)."""
-    os.environ.update(task.env)
+    """Run one job, under the settings it was submitted with. `dependencies` are the results of the jobs it waited
+    for (Ray passes them; unused)."""
+    from irgrid.core import settings
+
+    os.environ.update(task.settings.environment())  # read by ir_datasets, Hugging Face, Java themselves
+    with settings.using(task.settings):
+        return _execute(task)
+
+
+def _execute(task: Task) -> dict[str, Any]:
     out = Path(task.out)
     status_path = out / "jobs" / f"{task.job_id}.json"
     log_path = out / "logs" / f"{task.job_id}.log"

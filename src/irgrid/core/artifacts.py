@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import ParseResult, unquote, urlparse
 
+from irgrid.core.errors import Error
+
 INDEX_MARKER = "irgrid-index.json"  # = irgrid.store.MARKER (the store sits above core; a test checks they agree)
 
 # backend folder name inside a published index folder -> (type, format) of its artifact class
@@ -64,9 +66,17 @@ def open_cache_folder(path: str | os.PathLike, **kwargs: Any) -> Any:
     folder = Path(path)
     found = _backends(folder)
     if len(found) != 1:
-        raise ValueError(f"{folder}: an irgrid index folder holds one backend folder ({', '.join(KINDS)}); "
-                         f"found {[p.name for p in found] or 'none'}. Load the backend folder itself instead")
+        raise ArtifactError(f"{folder}: an irgrid index folder holds one backend folder ({', '.join(KINDS)}); "
+                            f"found {[p.name for p in found] or 'none'}. Load the backend folder itself instead")
     return pt.Artifact.load(str(found[0]), **kwargs)
+
+
+class ArtifactError(Error, ValueError):
+    """An index folder, package or URL that is not what irgrid writes or can load; the message says what is."""
+
+
+class ArtifactNotFoundError(ArtifactError, FileNotFoundError):
+    """An artifact URL naming nothing."""
 
 
 class Packaged:
@@ -81,8 +91,8 @@ def to_url(artifact: Any, url: str) -> str:
     with its sha256) at a `file:` URL; `pt.Artifact.from_url(url)` loads it back. Returns the URL."""
     parsed = urlparse(url)
     if parsed.scheme != "file":
-        raise ValueError(f"to_url({url!r}): only file: URLs are written here (file:///abs/path/name.tar.lz4); "
-                         f"for the Hugging Face Hub or Zenodo use the artifact's to_hf() / to_zenodo()")
+        raise ArtifactError(f"to_url({url!r}): only file: URLs are written here (file:///abs/path/name.tar.lz4); "
+                            f"for the Hugging Face Hub or Zenodo use the artifact's to_hf() / to_zenodo()")
     target = Path(unquote(parsed.path))
     if target.exists():
         raise FileExistsError(f"to_url: {target} exists; choose a new name (packages are never overwritten)")
@@ -107,7 +117,7 @@ def file_url_resolver(parsed: ParseResult) -> str:
     if path.is_dir():
         return str(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{parsed.geturl()}: no such file or folder ({path})")
+        raise ArtifactNotFoundError(f"{parsed.geturl()}: no such file or folder ({path})")
     target = Path(pt.io.pyterrier_home()) / "artifacts" / hashlib.sha256(parsed.geturl().encode()).hexdigest()
     if target.exists():
         return str(target)
@@ -116,8 +126,8 @@ def file_url_resolver(parsed: ParseResult) -> str:
     if expected:
         actual = file_sha256(path)
         if actual != expected.lower():
-            raise ValueError(f"{parsed.geturl()}: the package's sha256 is {actual}, its {info.name} "
-                             f"says {expected}: a damaged or replaced file; package the artifact again (to_url)")
+            raise ArtifactError(f"{parsed.geturl()}: the package's sha256 is {actual}, its {info.name} "
+                                f"says {expected}: a damaged or replaced file; package the artifact again (to_url)")
     target.parent.mkdir(parents=True, exist_ok=True)
     with pt.io.finalized_directory(str(target)) as out, open(path, "rb") as raw, LZ4FrameFile(raw) as lz4, \
             tarfile.open(fileobj=lz4, mode="r|") as tar:

@@ -12,7 +12,9 @@ _QUIET = {"depth": 0, "stream": None}
 
 def verbose() -> bool:
     """`irgrid -v` (IRGRID_VERBOSE=1): show libraries' own output (PISA percentages, JVM warnings, tracebacks)."""
-    return os.environ.get("IRGRID_VERBOSE", "").lower() in ("1", "true", "yes")
+    from irgrid.core import settings
+
+    return settings.verbose()
 
 
 def progress_stream():

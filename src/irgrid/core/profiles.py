@@ -46,7 +46,7 @@ class Setting:
 
     def __post_init__(self) -> None:
         if not self.source or not isinstance(self.source, str):
-            raise ValueError(f"setting {self.value!r} needs a source (file, card or registry it comes from)")
+            raise ProfileError(f"setting {self.value!r} needs a source (file, card or registry it comes from)")
         object.__setattr__(self, "per_dataset", dict(self.per_dataset))
 
 

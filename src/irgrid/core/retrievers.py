@@ -19,7 +19,7 @@ from irgrid.core.errors import Error
 from irgrid.core.gridcell import check_cell_name
 from irgrid.core.hashing import canonical, config_hash
 from irgrid.core.modelref import ModelRef, Resolved
-from irgrid.core.profiles import Setting, check_name, dataset_values, for_entry
+from irgrid.core.profiles import ProfileError, Setting, check_name, dataset_values, for_entry
 from irgrid.core.profiles import matches as profile_matches
 from irgrid.core.profiles import values as profile_values
 from irgrid.core.registry import Registry
@@ -195,7 +195,7 @@ class Retriever:
     def __post_init__(self) -> None:
         check_cell_name(self.name)
         if self.family not in FAMILIES:
-            raise ValueError(f"retriever {self.name!r}: family {self.family!r} is not one of {FAMILIES}")
+            raise EntryError(f"retriever {self.name!r}: family {self.family!r} is not one of {FAMILIES}")
 
     def all_models(self) -> dict[str, ModelRef]:
         out = self.index.all_models() if self.index else {}
@@ -254,18 +254,18 @@ class Retriever:
         wired = sorted(set(options) & set(self.wiring))
         if wired:
             value = options[wired[0]]
-            raise ValueError(f"retriever {self.name!r}: option {wired[0]!r} wires the entry to its parts and cannot "
+            raise EntryError(f"retriever {self.name!r}: option {wired[0]!r} wires the entry to its parts and cannot "
                              f"be set; {self.wiring[wired[0]].replace('<value>', str(value))}")
         unknown = sorted(set(options) - set(self.options) - roles)
         if unknown:
-            raise ValueError(
+            raise EntryError(
                 f"retriever {self.name!r} has no option(s) {', '.join(map(repr, unknown))}; "
                 f"its options are: {', '.join(sorted(settable)) or '(none)'}"
                 + (" (model roles take 'org/name' or 'org/name@revision')" if swappable else "")
             )
         fixed_roles = sorted(set(options) & roles - set(swappable))
         if fixed_roles:
-            raise ValueError(
+            raise EntryError(
                 f"retriever {self.name!r}: {fixed_roles[0]!r} is a model role, not an option: this entry's "
                 f"checkpoints go with its prompts, pooling and heads, so an option cannot swap one. To evaluate "
                 f"another checkpoint, list the registered entry for it (`irgrid list`) or register one "
@@ -318,7 +318,7 @@ class Retriever:
             for values in per_dataset.values():  # each dataset's values are valid options too
                 entry.with_options(**values)
         except ValueError as e:
-            raise ValueError(f"retriever {self.name!r}, profile {profile!r}: {e}") from e
+            raise ProfileError(f"retriever {self.name!r}, profile {profile!r}: {e}") from e
         return dataclasses.replace(entry, profile=profile, per_dataset=per_dataset)
 
     def dataset_options(self, dataset: Any) -> dict[str, Any]:
@@ -382,6 +382,11 @@ OPTION_TYPES: dict[str, tuple[type, float | None, float | None]] = {
 OPTION_NULLABLE: dict[str, str] = {"top_k": "no pruning"}
 
 
+class EntryError(Error, ValueError):
+    """An entry (in pipelines/, or a user's own) or its options describe something irgrid cannot build: a bad
+    name, family, pooling, template, rule or parameter; the message names the entry and what is allowed."""
+
+
 class OptionValueError(Error, ValueError):
     """An option value of the wrong type or out of range (`check_options`), raised by `with_options`."""
 
@@ -419,7 +424,7 @@ def _model_from_option(value: Any, current: ModelRef, entry: str, role: str) -> 
     if isinstance(value, ModelRef):
         return value
     if not isinstance(value, str) or "/" not in value:
-        raise ValueError(f"retriever {entry!r}: model role {role!r} takes 'org/name[@revision]', got {value!r}")
+        raise EntryError(f"retriever {entry!r}: model role {role!r} takes 'org/name[@revision]', got {value!r}")
     model_id, _, revision = value.partition("@")
     return dataclasses.replace(current, id=model_id, revision=revision or None)
 

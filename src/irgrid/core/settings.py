@@ -1,35 +1,194 @@
-"""Where irgrid keeps its caches and where staged (air-gapped) data lives. Environment variables only, so
-scripts, notebooks, the CLI and cluster jobs all see the same settings."""
+"""irgrid's settings as one value: where caches and staged data live, the device, how many models stay loaded,
+tiny-model mode, verbosity, and the third-party environment a job needs.
+
+`Settings.from_env(environ, **overrides)` builds and checks it once (the CLI: from the environment and its flags);
+`using(settings)` makes it current for a block (a contextvar, so nothing global changes), and the readers below
+(`cache_root()`, `device()`, `tiny_models()`, ...) read the current one. Outside any `using` block (scripts,
+notebooks, tests) they read the process environment afresh on each call, so `os.environ["IRGRID_CACHE"] = ...`
+in a notebook still takes effect. Cluster jobs receive the value pickled in their task (`irgrid.cluster.graph`).
+A contextvar is not inherited by threads a library starts: read settings in the thread that owns the block.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import functools
 import os
+import re
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from pathlib import Path
+from typing import Any
 
 from irgrid.core.errors import Error
 
+# environment that decides what a job computes and where libraries find data and models: a job's process exports
+# these (ir_datasets, Hugging Face, Java and torch read them themselves)
+PASSTHROUGH_PREFIXES = ("IRGRID_", "IR_DATASETS_", "HF_", "TRANSFORMERS_", "SENTENCE_TRANSFORMERS_", "TOKENIZERS_",
+                        "JAVA_", "JVM_", "PYSERINI_", "TORCH_HOME", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+# the fields read from the environment, by variable (the rest of the IRGRID_* variables are read where used)
+VARIABLES = {"cache": "IRGRID_CACHE", "irds_staged": "IRGRID_IRDS_STAGED", "ir_datasets_home": "IR_DATASETS_HOME",
+             "device": "IRGRID_DEVICE", "max_models": "IRGRID_MAX_MODELS", "shared": "IRGRID_SHARED",
+             "tiny_models": "IRGRID_TINY_MODELS", "verbose": "IRGRID_VERBOSE"}
+# the CLI flag that overrides a field, named in errors about a value given by that flag
+FLAGS = {"cache": "--cache", "tiny_models": "--tiny-models", "verbose": "-v/--verbose"}
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+
+
+class SettingsError(Error, ValueError):
+    """A setting (an IRGRID_* environment variable or a CLI flag) has a value irgrid cannot use."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Every setting irgrid reads, checked once when built; picklable, so a cluster job gets the submitter's."""
+
+    cache: Path  # indexes and cached runs (IRGRID_CACHE / --cache, default ~/.cache/irgrid)
+    irds_staged: Path | None = None  # a read-only IR_DATASETS_HOME to copy from (IRGRID_IRDS_STAGED)
+    ir_datasets_home: Path | None = None  # IR_DATASETS_HOME as given; None: `<cache>/irds`
+    device: str | None = None  # IRGRID_DEVICE: cpu, cuda, cuda:N, mps; None lets each library pick
+    max_models: int = 3  # IRGRID_MAX_MODELS: loaded models a process keeps (irgrid.models.cache)
+    shared: Path | None = None  # IRGRID_SHARED, else ../shared beside a source checkout when present
+    tiny_models: bool = False  # IRGRID_TINY_MODELS / --tiny-models: tiny random-weight stand-ins (wiring checks)
+    verbose: bool = False  # IRGRID_VERBOSE / -v: libraries' own output and tracebacks
+    passthrough: tuple[tuple[str, str], ...] = ()  # third-party (and other IRGRID_*) variables a job exports
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """The settings of `environ` (default: this process's environment), with `overrides` by field name (a CLI
+        flag's value; None: not given) taking precedence. Raises SettingsError naming the variable or flag."""
+        environ = os.environ if environ is None else environ
+        unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise TypeError(f"Settings.from_env: no setting {unknown}")  # a caller's bug, not a user's setting
+        given = {k: v for k, v in overrides.items() if v is not None}
+
+        owned = set(VARIABLES.values())
+        passthrough = tuple(sorted((k, v) for k, v in environ.items()
+                                   if k.startswith(PASSTHROUGH_PREFIXES) and k not in owned))
+        return cls(**{name: _read(name, environ, given) for name in VARIABLES},
+                   passthrough=given.get("passthrough", passthrough))
+
+    def irds_home(self) -> Path:
+        """The writable ir_datasets home: IR_DATASETS_HOME if set, else one inside the cache."""
+        return self.ir_datasets_home or self.cache / "irds"
+
+    def environment(self) -> dict[str, str]:
+        """What a job's process exports for the libraries that read the environment themselves."""
+        return {**dict(self.passthrough), "IR_DATASETS_HOME": str(self.irds_home())}
+
+
+def _read(name: str, environ: Mapping[str, str], given: Mapping[str, Any]) -> Any:
+    """One setting: the flag's value when given, else its variable's, parsed and checked."""
+    if name in given:
+        return _PARSE[name](given[name], FLAGS.get(name, name))
+    return _PARSE[name](environ.get(VARIABLES[name]), VARIABLES[name])
+
+
+def _path(value: Any, source: str = "") -> Path | None:
+    return Path(value).expanduser() if value else None
+
+
+def _cache(value: Any, source: str) -> Path:
+    path = Path(value).expanduser() if value else Path.home() / ".cache" / "irgrid"
+    if path.exists() and not path.is_dir():
+        raise SettingsError(f"{source} {path} is a file, not a folder; give a folder path")
+    return path
+
+
+def _shared(value: Any, source: str = "") -> Path | None:
+    return Path(value).expanduser() if value else _checkout_shared()
+
+
+@functools.cache
+def _checkout_shared() -> Path | None:
+    candidate = Path(__file__).resolve().parents[3].parent / "shared"  # src/irgrid/core/settings.py
+    return candidate if candidate.is_dir() else None
+
+
+def _flag(value: Any, source: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value or "").strip().lower()
+    if text not in _TRUE + _FALSE:
+        raise SettingsError(f"{source}={value!r} is neither on nor off: use 1 (or true, yes) to turn it on, 0 or "
+                            f"unset to turn it off")
+    return text in _TRUE
+
+
+def _device(value: Any, source: str) -> str | None:
+    value = str(value or "").strip()
+    if not value:
+        return None
+    if not re.fullmatch(r"cpu|mps|cuda(:\d+)?", value):
+        raise SettingsError(f"{source}={value!r} is not a device: use cpu, cuda, cuda:N or mps "
+                            f"(or unset it to use a GPU when present)")
+    return value
+
+
+def _max_models(value: Any, source: str) -> int:
+    text = str(value if value is not None else "").strip()
+    if not text:
+        return 3
+    if not text.isdigit() or int(text) < 1:
+        raise SettingsError(f"{source}={value!r} is not a whole number >= 1 (how many loaded models a process "
+                            f"keeps; unset it for 3)")
+    return int(text)
+
+
+_PARSE = {"cache": _cache, "irds_staged": _path, "ir_datasets_home": _path, "device": _device,
+          "max_models": _max_models, "shared": _shared, "tiny_models": _flag, "verbose": _flag}
+
+
+# -- the current settings ---------------------------------------------------------------------------------------
+_CURRENT: ContextVar[Settings | None] = ContextVar("irgrid_settings", default=None)
+
+
+def current() -> Settings:
+    """The settings of the enclosing `using` block, else those of the process environment as it is now."""
+    found = _CURRENT.get()
+    return found if found is not None else Settings.from_env(os.environ)
+
+
+@contextlib.contextmanager
+def using(settings: Settings) -> Iterator[Settings]:
+    """Make `settings` current for the block (this thread and task only); the previous ones come back after."""
+    token = _CURRENT.set(settings)
+    try:
+        yield settings
+    finally:
+        _CURRENT.reset(token)
+
+
+def _setting(name: str) -> Any:
+    """One field of the current settings; outside a `using` block only its own variable is read (cheap: these
+    readers sit on paths called per model and per store)."""
+    found = _CURRENT.get()
+    return getattr(found, name) if found is not None else _read(name, os.environ, {})
+
 
 def cache_root() -> Path:
-    """Indexes and cached runs (IRGRID_CACHE, default ~/.cache/irgrid)."""
-    return Path(os.environ.get("IRGRID_CACHE", Path.home() / ".cache" / "irgrid")).expanduser()
+    """Indexes and cached runs (IRGRID_CACHE / --cache, default ~/.cache/irgrid)."""
+    return _setting("cache")
 
 
 def staged_irds_home() -> Path | None:
     """A read-only IR_DATASETS_HOME to copy from (IRGRID_IRDS_STAGED), for machines with no downloads."""
-    value = os.environ.get("IRGRID_IRDS_STAGED")
-    return Path(value).expanduser() if value else None
+    return _setting("irds_staged")
 
 
 def irds_home() -> Path:
     """The writable ir_datasets home irgrid uses: IR_DATASETS_HOME if set, else one inside the cache."""
-    value = os.environ.get("IR_DATASETS_HOME")
-    return Path(value).expanduser() if value else cache_root() / "irds"
+    return _setting("ir_datasets_home") or _setting("cache") / "irds"
 
 
 def use_irds_home() -> Path:
     """Point ir_datasets at irgrid's home on first real use (a grid run, a pipeline built, a dataset opened), not at
-    `import irgrid`: ir_datasets reads IR_DATASETS_HOME once, when first imported, so it is set here (when unset and
-    before that import); a grid's cluster jobs inherit it. Copying a staged home happens when a dataset is opened."""
+    `import irgrid`: ir_datasets reads IR_DATASETS_HOME itself, once, when first imported, so this variable (and
+    only it) is set here, when unset and before that import. Copying a staged home happens when a dataset is
+    opened."""
     import sys
 
     home = irds_home()
@@ -38,22 +197,12 @@ def use_irds_home() -> Path:
     return home
 
 
-class SettingsError(Error, ValueError):
-    """An IRGRID_* environment variable has a value irgrid cannot use."""
-
-
 def device() -> str | None:
-    """IRGRID_DEVICE ('cpu', 'cuda', 'cuda:1', 'mps'); None lets each library pick (a GPU when present).
-    Checked here, once, so a typo is one clear error instead of a failure deep inside a model library."""
-    import re
-
-    value = (os.environ.get("IRGRID_DEVICE") or "").strip()
-    if not value:
-        return None
-    if not re.fullmatch(r"cpu|mps|cuda(:\d+)?", value):
-        raise SettingsError(f"IRGRID_DEVICE={value!r} is not a device: use cpu, cuda, cuda:N or mps "
-                            f"(or unset it to use a GPU when present)")
-    if value != "cpu":
+    """The device models run on (IRGRID_DEVICE: 'cpu', 'cuda', 'cuda:1', 'mps'); None lets each library pick (a
+    GPU when present). An accelerator that is asked for but absent is one clear error naming the setting, instead
+    of a failure deep inside a model library."""
+    value = _setting("device")
+    if value is not None and value != "cpu":
         problem = _device_missing(value)
         if problem:  # every cell failed after its model loaded, without naming the setting (issue 32)
             raise SettingsError(f"IRGRID_DEVICE={value}: {problem}; set IRGRID_DEVICE=cpu or unset it (a GPU is "
@@ -85,13 +234,7 @@ def max_models() -> int:
     """IRGRID_MAX_MODELS (default 3): how many loaded models a process keeps at once (irgrid.models.cache); the
     least recently used one is released first. Three covers the largest cell (HyDE: query and document encoders
     and the generator); a grid also releases every model after each retriever's cells."""
-    value = (os.environ.get("IRGRID_MAX_MODELS") or "").strip()
-    if not value:
-        return 3
-    if not value.isdigit() or int(value) < 1:
-        raise SettingsError(f"IRGRID_MAX_MODELS={value!r} is not a whole number >= 1 (how many loaded models a "
-                            f"process keeps; unset it for 3)")
-    return int(value)
+    return _setting("max_models")
 
 
 def shared_root() -> Path | None:
@@ -100,15 +243,17 @@ def shared_root() -> Path | None:
     Staged data for datasets ir_datasets lacks lives under `<shared>/datasets/` (e.g. `instructir/`). irgrid never
     writes there.
     """
-    value = os.environ.get("IRGRID_SHARED")
-    if value:
-        return Path(value).expanduser()
-    candidate = Path(__file__).resolve().parents[3].parent / "shared"  # src/irgrid/core/settings.py
-    return candidate if candidate.is_dir() else None
+    return _setting("shared")
 
 
 def tiny_models() -> bool:
-    """IRGRID_TINY_MODELS=1: every checkpoint that declares its architecture is replaced by a tiny random-weight
-    model of that architecture (wiring checks on a CPU; never results). Read where entries are looked up
-    (`irgrid.core.retrievers.get`), which marks their checkpoints (`ModelRef.stand_in`): keys never read it."""
-    return os.environ.get("IRGRID_TINY_MODELS", "").lower() in ("1", "true", "yes")
+    """IRGRID_TINY_MODELS=1 / --tiny-models: every checkpoint that declares its architecture is replaced by a tiny
+    random-weight model of that architecture (wiring checks on a CPU; never results). Read where entries are
+    looked up (`irgrid.core.retrievers.get`), which marks their checkpoints (`ModelRef.stand_in`): keys never
+    read it."""
+    return _setting("tiny_models")
+
+
+def verbose() -> bool:
+    """`irgrid -v` (IRGRID_VERBOSE=1): show libraries' own output (PISA percentages, JVM warnings, tracebacks)."""
+    return _setting("verbose")

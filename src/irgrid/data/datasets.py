@@ -24,6 +24,7 @@ from irgrid.core.enums import NameEnum
 from irgrid.core.files import slug
 from irgrid.core.hashing import file_sha256
 from irgrid.core.registry import Registry, UnknownNameError, did_you_mean
+from irgrid.core.schema import SchemaError
 from irgrid.data import disastqa_ir
 from irgrid.data.errors import DatasetError
 
@@ -89,7 +90,7 @@ class Dataset:
 
     def __post_init__(self) -> None:
         if self.group not in GROUPS:
-            raise ValueError(f"dataset {self.name!r}: group {self.group!r} is not one of {', '.join(GROUPS)}")
+            raise SchemaError(f"dataset {self.name!r}: group {self.group!r} is not one of {', '.join(GROUPS)}")
 
     @property
     def irds_id(self) -> str:

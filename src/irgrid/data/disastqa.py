@@ -64,8 +64,9 @@ def repo_root() -> Path:
 
 def shared_root() -> Path:
     """IRGRID_SHARED, else ../shared beside the repository (read only)."""
-    value = os.environ.get("IRGRID_SHARED")
-    return Path(value).expanduser() if value else repo_root().parent / "shared"
+    from irgrid.core import settings
+
+    return settings.shared_root() or repo_root().parent / "shared"
 
 
 def data_dir() -> Path:

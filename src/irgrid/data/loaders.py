@@ -72,7 +72,7 @@ def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
                 try:
                     yield json.loads(line)
                 except json.JSONDecodeError as e:
-                    raise ValueError(f"{path}, line {n}: not valid JSON ({e.msg})") from None
+                    raise InputError(f"{path}, line {n}: not valid JSON ({e.msg})") from None
 
 
 class LocalDocs(BaseDocs):
@@ -96,7 +96,7 @@ class LocalDocs(BaseDocs):
             for n, rec in enumerate(_jsonl(path), start=1):
                 doc_id = rec.get("_id", rec.get("doc_id", rec.get("docno")))
                 if doc_id is None or "text" not in rec:
-                    raise ValueError(f"{path}, record {n}: needs an id ('_id', 'doc_id' or 'docno') and 'text'")
+                    raise InputError(f"{path}, record {n}: needs an id ('_id', 'doc_id' or 'docno') and 'text'")
                 yield TitleTextDoc(str(doc_id), str(rec.get("title") or ""), str(rec["text"]))
         else:
             with _open_text(path) as f:
@@ -108,7 +108,7 @@ class LocalDocs(BaseDocs):
                     elif len(row) == 3:
                         yield TitleTextDoc(row[0], row[1], row[2])
                     else:
-                        raise ValueError(f"{path}, line {n}: expected 'id<TAB>text' or 'id<TAB>title<TAB>text', "
+                        raise InputError(f"{path}, line {n}: expected 'id<TAB>text' or 'id<TAB>title<TAB>text', "
                                          f"got {len(row)} columns")
 
     def docs_count(self) -> int:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from irgrid.models.loading import check_loading_info, from_pretrained_strict
+from irgrid.models.resolver import ModelUnavailableError
 
 if TYPE_CHECKING:
     from irgrid.core.modelref import Resolved
@@ -113,7 +114,7 @@ class LoadRequest:
 
     def local(self, parts: str) -> Path:
         if self.folder is None:
-            raise ValueError(f"{parts} read from a local folder; stage the checkpoint")
+            raise ModelUnavailableError(f"{parts} read from a local folder; stage the checkpoint")
         return self.folder
 
 

@@ -26,6 +26,7 @@ from irgrid.models.devices import pick_device
 if TYPE_CHECKING:
 
     from irgrid.core.modelref import Resolved
+from irgrid.core.settings import SettingsError
 from irgrid.dense.model import SideModel
 from irgrid.dense.spec import EncoderSpec
 
@@ -57,7 +58,7 @@ def default_chunk_size() -> int:
     that start on a chunk boundary encode exactly as one process would (irgrid.cluster.sharding)."""
     value = int(os.environ.get("IRGRID_ENCODE_CHUNK") or 4096)
     if value < 1:
-        raise ValueError(f"IRGRID_ENCODE_CHUNK must be a positive whole number, got {value}")
+        raise SettingsError(f"IRGRID_ENCODE_CHUNK must be a positive whole number, got {value}")
     return value
 
 

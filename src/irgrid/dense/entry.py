@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from irgrid.core.hashing import cache_name
-from irgrid.core.retrievers import BuildContext, IndexRecipe, QueryContext, Retriever, register
+from irgrid.core.retrievers import BuildContext, EntryError, IndexRecipe, QueryContext, Retriever, register
 from irgrid.dense.engine import engine_for, index_dense, make_query_encoder
 from irgrid.dense.spec import SPEC_OPTIONS, EncoderSpec, SideSpec, register_encoder
 
@@ -23,10 +23,10 @@ from irgrid.dense.spec import SPEC_OPTIONS, EncoderSpec, SideSpec, register_enco
 def side_spec(params: Mapping[str, Any], side: str = "d") -> EncoderSpec:
     """The spec carried by an index's params (the document side, the only one params carry)."""
     if side != "d":
-        raise ValueError(f"index params carry the document side's spec only, not {side!r}: use spec_of(entry)")
+        raise EntryError(f"index params carry the document side's spec only, not {side!r}: use spec_of(entry)")
     value = params["doc"]
     if not isinstance(value, SideSpec):
-        raise TypeError(f"dense entry {params.get('encoder')!r}: expected the spec by value, got {value!r}")
+        raise EntryError(f"dense entry {params.get('encoder')!r}: expected the spec by value, got {value!r}")
     return value.spec
 
 
@@ -37,7 +37,7 @@ def query_spec(ctx: QueryContext) -> EncoderSpec:
 
 def _spec(value: Any, what: str) -> EncoderSpec:
     if not isinstance(value, EncoderSpec):
-        raise TypeError(f"{what} needs its entry's encoder spec (Retriever.encoder), got {value!r}")
+        raise EntryError(f"{what} needs its entry's encoder spec (Retriever.encoder), got {value!r}")
     return value
 
 
@@ -86,7 +86,7 @@ def by_size(rule: Any, n_docs: int, what: str) -> int:
     for more_than, value in rule:
         if n_docs > int(more_than):
             return int(value)
-    raise ValueError(f"{what} rule {rule!r} has no row for {n_docs} documents (end it with [0, N])")
+    raise EntryError(f"{what} rule {rule!r} has no row for {n_docs} documents (end it with [0, N])")
 
 
 @cache_name("irgrid.dense_entry.build_late")  # its path before the package had layers

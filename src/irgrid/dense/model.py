@@ -20,6 +20,7 @@ from irgrid.dense.checkpoints import (
     st_dense_layers,
 )
 from irgrid.dense.spec import EncoderSpec
+from irgrid.models.loading import CheckpointMismatchError
 
 if TYPE_CHECKING:
     from irgrid.core.modelref import Resolved
@@ -60,7 +61,8 @@ class SideModel:
         if spec.adapters is not None and resolved.source != "tiny":
             adapter = spec.adapters[0 if side == "q" else 1]
             if not hasattr(model, "set_adapter"):
-                raise ValueError(f"{spec.name}: checkpoint {resolved.ref} has no task adapters ({adapter!r})")
+                raise CheckpointMismatchError(f"{spec.name}: checkpoint {resolved.ref} has no task adapters "
+                                              f"({adapter!r})")
             model.set_adapter(adapter)
         self.model = model.eval()
         if not getattr(model, "hf_device_map", None):
@@ -166,7 +168,8 @@ class SideModel:
             if spec.pooling == "pooler":  # the checkpoint's pooler head (e.g. SimCSE's MLP over CLS)
                 pooled = getattr(out, "pooler_output", None)
                 if pooled is None:
-                    raise ValueError(f"{spec.name}: pooling 'pooler' but {self.resolved.ref} has no pooler head")
+                    raise CheckpointMismatchError(f"{spec.name}: pooling 'pooler' but {self.resolved.ref} has no "
+                                                  f"pooler head")
                 return self._pool(pooled, mask, pool_mask, pooled=True)
             return self._pool(hidden, mask, pool_mask)
 

@@ -22,6 +22,7 @@ import pandas as pd
 import pyterrier as pt
 
 from irgrid.core.artifacts import KINDS, Packaged, write_meta
+from irgrid.data.loaders import InputError
 
 log = logging.getLogger("irgrid")
 BLOCK = 1 << 17  # documents per scoring block on CPU (the paper's 2^17)
@@ -180,7 +181,7 @@ class LateInteractionIndex(Packaged, pt.Artifact):
                     ft.write(np.asarray(v, dtype=np.float16).tobytes())
                     lengths.append(len(v))
         if dim is None:
-            raise ValueError("late-interaction index: no documents to index")
+            raise InputError("late-interaction index: no documents to index")
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         np.save(self.path / "offsets.npy", offsets)

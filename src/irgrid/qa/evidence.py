@@ -16,7 +16,12 @@ from typing import Any
 import pandas as pd
 import pyterrier as pt
 
+from irgrid.core.errors import Error
 from irgrid.data import disastqa_ir as collection
+
+
+class EvidenceError(Error, ValueError):
+    """An evidence setting irgrid does not know, or one given an unusable depth."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +62,7 @@ class RetrievedEvidence(pt.Transformer):
 
     def __init__(self, retrieval: pt.Transformer, k: int = 5, texts: dict[str, str] | None = None):
         if k < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
+            raise EvidenceError(f"k must be at least 1, got {k}")
         self.retrieval = retrieval
         self.k = k
         self.texts = texts if texts is not None else collection.passages()
@@ -82,5 +87,5 @@ class RetrievedEvidence(pt.Transformer):
 def fixed(kind: str) -> FixedEvidence:
     sources = {"base": None, "golden": "golden", "mix": "mix"}
     if kind not in sources:
-        raise ValueError(f"unknown evidence setting {kind!r}; use base, golden, mix or retrieved")
+        raise EvidenceError(f"unknown evidence setting {kind!r}; use base, golden, mix or retrieved")
     return FixedEvidence(sources[kind])

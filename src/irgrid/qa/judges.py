@@ -43,10 +43,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from irgrid.core.errors import Error
 from irgrid.core.markdown import markdown_table
+from irgrid.qa import arguments
 from irgrid.qa.answer_measures import sentences
 
-SCORERS = ("lexical", "embedding", "hybrid")
+SCORERS = arguments.SCORERS
 JUDGES = SCORERS + ("llm",)
 UNITS = ("answer", "model_keypoint")
 LABELS = "the authors' released gpt-4o-mini coverage labels"
@@ -91,6 +93,10 @@ def lexical_scores(answer: str, key_points: Sequence[str]) -> np.ndarray:
         kw = content_words(kp)
         out.append(len(kw & words) / len(kw) if kw else 0.0)
     return np.asarray(out, dtype=float)
+
+
+class JudgeError(Error, ValueError):
+    """A coverage judge, its units, threshold or objective that irgrid cannot use; the message says what can be."""
 
 
 class EmbeddingCache:
@@ -336,7 +342,7 @@ class _Objective:
 
     def __init__(self, frame: pd.DataFrame, objective: str, labels: str, label_cells: pd.Series | None = None):
         if objective not in OBJECTIVES:
-            raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+            raise JudgeError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
         self.objective = objective
         self.labels = frame[labels].to_numpy(float)
         keys = pd.Series(list(zip(frame["model"], frame["setting"])))
@@ -425,24 +431,24 @@ def parse_judge(text: str, model: str = "sentence-transformers/all-MiniLM-L6-v2"
     text, _, units = text.partition("/")
     units = units or "answer"
     if units not in UNITS:
-        raise ValueError(f"judge units {units!r} unknown; use one of {UNITS}")
+        raise JudgeError(f"judge units {units!r} unknown; use one of {UNITS}")
     scorer, _, threshold = text.partition("@")
     if scorer == "llm":
-        raise ValueError("the llm judge needs a capable judge model; none is available offline here (SmolLM2-135M, the only "
+        raise JudgeError("the llm judge needs a capable judge model; none is available offline here (SmolLM2-135M, the only "
                          "offline one, answers no to every key point): use lexical, embedding or hybrid")
     if scorer not in SCORERS:
         import difflib
 
         hint = difflib.get_close_matches(scorer, SCORERS, n=1)
-        raise ValueError(f"unknown coverage judge {scorer!r}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+        raise JudgeError(f"unknown coverage judge {scorer!r}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
                          + f"; use SCORER@THRESHOLD with SCORER one of {SCORERS}, e.g. hybrid@0.5")
     try:
         t = float(threshold)
     except ValueError:
-        raise ValueError(f"judge {text!r}: the threshold after '@' must be a number in [0, 1], e.g. "
+        raise JudgeError(f"judge {text!r}: the threshold after '@' must be a number in [0, 1], e.g. "
                          f"{scorer}@0.5") from None
     if not 0.0 <= t <= 1.0:
-        raise ValueError(f"judge {text!r}: the threshold must be in [0, 1]")
+        raise JudgeError(f"judge {text!r}: the threshold must be in [0, 1]")
     return Judge(scorer, t, None if scorer == "lexical" else model, units)
 
 
@@ -537,22 +543,23 @@ def validation_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`python -m irgrid.qa.judges HUMAN.jsonl.gz --out DIR` (make qa-judges)."""
-    import argparse
-    import logging
-
-    p = argparse.ArgumentParser(prog="python -m irgrid.qa.judges", description=main.__doc__)
-    p.add_argument("labels", help="oe_human_review.jsonl.gz of ../shared/datasets/disastqa-outputs (the authors' "
-                                  "released gpt-4o-mini coverage labels)")
-    p.add_argument("--out", required=True)
-    p.add_argument("--scorers", default=",".join(SCORERS))
-    p.add_argument("--questions", type=int, help="a fixed-seed sample of the 200 questions (embedding cost)")
-    args = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO)
+def run_validation(args: Any) -> int:
+    """`irgrid qa judges` (make qa-judges): validate, print the report."""
     result = validate(args.labels, args.out, scorers=args.scorers.split(","), questions=args.questions)
     print(validation_markdown(result))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m irgrid.qa.judges`: an alias of `irgrid qa judges` (same arguments)."""
+    import argparse
+    import logging
+
+    p = argparse.ArgumentParser(prog="python -m irgrid.qa.judges", description="the same as `irgrid qa judges`")
+    arguments.judges_arguments(p)
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO)
+    return run_validation(args)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from irgrid.data.loaders import InputError
+
 # Appendix I: the word limit follows the item's difficulty (i.e. its number of gold key points).
 WORD_LIMITS: dict[str, str] = {"easy": "10-100", "medium": "20-200", "hard": "60-350",
                                "extremely_complex": "120-500"}
@@ -81,6 +83,7 @@ def render(task: str, question: str, passages: Sequence[str], *, options: Sequen
     }
     if task == "oe":
         if difficulty not in WORD_LIMITS:
-            raise ValueError(f"open-ended item without a known difficulty ({difficulty!r})")
+            raise InputError(f"open-ended item without a known difficulty ({difficulty!r}; one of "
+                             f"{', '.join(WORD_LIMITS)}): its word limit comes from it")
         fields.update(difficulty=difficulty.upper(), word_limit=WORD_LIMITS[difficulty])
     return template.format(**fields)

@@ -1,7 +1,7 @@
 """The QA grid: (reader x evidence setting x task) cells over a fixed-seed stratified sample of DisastQA, plus the
 retrieval quality of every retriever used by a Retrieved setting on the derived collection.
 
-`irgrid qa EXP.yaml --out DIR` writes:
+`irgrid qa run EXP.yaml --out DIR` writes:
 * results.csv: task, reader, setting, measure, value, ci_low, ci_high (bootstrap 95%), n, unparseable (MCQ)
 * breakdown.csv: the same per open-ended difficulty (and per gold letter for multiple choice)
 * tests.csv: paired tests between settings per task/reader/measure (exact McNemar for accuracy, t or Wilcoxon

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from irgrid.core.files import slug
+from irgrid.runner.outputs import OutputError
 
 
 @dataclass
@@ -129,7 +130,7 @@ def load(out: str | Path) -> Grid:
     out = Path(out)
     missing = [n for n in ("results.csv", "perquery.csv", "manifest.json") if not (out / n).exists()]
     if missing:
-        raise FileNotFoundError(f"{out} is not an irgrid output folder: missing {', '.join(missing)}")
+        raise OutputError(f"{out} is not an irgrid output folder: missing {', '.join(missing)}")
     results = pd.read_csv(out / "results.csv")
     perquery = pd.read_csv(out / "perquery.csv", dtype={"qid": str})
     failures_path = out / "failures.json"

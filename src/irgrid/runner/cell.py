@@ -221,7 +221,9 @@ def build_pipeline(cell: GridCell, dataset: str | Dataset | None = None, store: 
         raise TypeError(f"expected a retriever (irgrid.retriever('bm25-pisa')), a pipeline expression or their name, "
                         f"got {cell!r}")
     if dataset is None:
-        raise ValueError(f"{cell.name}.pipeline() needs a dataset to index, e.g. 'beir/scifact/test'")
+        from irgrid.runner.roles import RoleError
+
+        raise RoleError(f"{cell.name}.pipeline() needs a dataset to index, e.g. 'beir/scifact/test'")
     inner = cell.build(dataset_of(dataset), store or Store(), model_map)
     if not check_queries:
         return inner
@@ -364,8 +366,8 @@ def load_cell(retriever: GridCell, dataset: Dataset, store: Store) -> Cell:
     retriever = retriever.for_dataset(dataset)
     loaded = store.load_run(retriever, dataset)
     if loaded is None:
-        raise FileNotFoundError(f"{retriever.name} on {dataset.name}: no stored run at {store.run_path(retriever, dataset)} "
-                                f"although its job reported success")
+        raise CacheError(f"{retriever.name} on {dataset.name}: no stored run at {store.run_path(retriever, dataset)} "
+                         f"although its job reported success")
     return _checked(Cell(retriever, dataset, loaded[0], loaded[1], cached=True), dataset.topics())
 
 

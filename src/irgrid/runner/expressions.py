@@ -67,6 +67,13 @@ class ExpressionError(Error, ValueError):
     """A pipeline expression that cannot be parsed, resolved or typed; the message says where and how to fix."""
 
 
+class CandidateError(Error, KeyError):
+    """A stage got candidate documents its corpus or index does not hold (a first stage over another corpus)."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0])
+
+
 # -- the tree ---------------------------------------------------------------------------------------------------
 
 
@@ -720,8 +727,8 @@ def _classes() -> dict[str, type]:
             text = self._texts(list(dict.fromkeys(inp["docno"].astype(str))))
             missing = sorted(set(inp["docno"].astype(str)) - set(text))
             if missing:
-                raise KeyError(f"{self.dataset.corpus}: {len(missing)} candidate document(s) not in the corpus, "
-                               f"e.g. {missing[:3]}")
+                raise CandidateError(f"{self.dataset.corpus}: {len(missing)} candidate document(s) not in the corpus, "
+                                     f"e.g. {missing[:3]}")
             return inp.assign(text=inp["docno"].astype(str).map(text))
 
         def __repr__(self) -> str:
@@ -883,7 +890,8 @@ def late_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None,
                 if stored is not None:
                     missing = [d for d in docnos if d not in row_of]
                     if missing:
-                        raise KeyError(f"{entry.name}: {len(missing)} candidate(s) not in its index, e.g. {missing[:3]}")
+                        raise CandidateError(f"{entry.name}: {len(missing)} candidate(s) not in its index, e.g. "
+                                             f"{missing[:3]}")
                     scores[rows] = stored.maxsim(q, np.array([row_of[d] for d in docnos], dtype=np.int64))
                 else:
                     texts = out["text"].iloc[rows].tolist()
@@ -932,7 +940,7 @@ def build_scorer(entry: Retriever, dataset: Any, store: Store | None = None,
     from irgrid.store import Store
 
     if dataset is None:
-        raise ValueError(f"{entry.name}.scorer() needs a dataset, e.g. 'beir/scifact/test'")
+        raise RoleError(f"{entry.name}.scorer() needs a dataset, e.g. 'beir/scifact/test'")
     ds = dataset_of(dataset)
     if not can_score(entry):
         raise RoleError(f"{entry.name}.scorer(): {_scorer_hint(entry)}")

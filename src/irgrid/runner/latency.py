@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from irgrid.core.console import quiet_native
+from irgrid.core.settings import SettingsError
 from irgrid.runner.cell import build_pipeline, hardware
 from irgrid.runner.expressions import Expression
 from irgrid.runner.transforms import latency_accounting
@@ -46,7 +47,7 @@ def measure(spec: Any, store: Store | None = None, rounds: int = 5, queries: int
     import traceback
 
     if rounds < 1:
-        raise ValueError(f"the latency pass needs at least 1 round, not {rounds}")
+        raise SettingsError(f"the latency pass needs at least 1 round, not {rounds}")
     store = store or Store()
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     rows, skipped = [], []

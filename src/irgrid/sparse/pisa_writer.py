@@ -21,6 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
+from irgrid.core.retrievers import EntryError
+from irgrid.data.loaders import InputError
+
 UINT32_MAX = np.iinfo(np.uint32).max
 
 
@@ -34,7 +37,7 @@ class PisaImpactWriter:
 
     def __init__(self, path: str | Path, scale: float = 1.0, spill_docs: int = 100_000):
         if not scale > 0:
-            raise ValueError(f"scale must be positive, got {scale}")
+            raise EntryError(f"scale must be positive, got {scale}")
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         if (self.path / "pt_meta.json").exists():
@@ -73,7 +76,7 @@ class PisaImpactWriter:
             return
         for i, d in enumerate(docnos):
             if not isinstance(d, str) or not d or "\n" in d or "\r" in d:
-                raise ValueError(f"document {self.n_docs + i}: docno {d!r} must be a non-empty string without "
+                raise InputError(f"document {self.n_docs + i}: docno {d!r} must be a non-empty string without "
                                  "line breaks (PISA stores one docno per line)")
         raw = np.asarray(values, dtype=np.float64)
         with np.errstate(invalid="ignore"):
@@ -81,7 +84,7 @@ class PisaImpactWriter:
         keep = stored > 0
         if np.any(stored[keep] > UINT32_MAX):
             j = int(np.flatnonzero(keep & (stored > UINT32_MAX))[0])
-            raise ValueError(f"impact {raw[j]!r} of term {terms[codes[j]]!r} is over PISA's 32-bit range after "
+            raise InputError(f"impact {raw[j]!r} of term {terms[codes[j]]!r} is over PISA's 32-bit range after "
                              f"scale {self.scale}; quantise with a smaller scale")
         local_doc = np.repeat(np.arange(len(counts), dtype=np.int64), counts)[keep]
         codes = np.asarray(codes)[keep]
@@ -118,7 +121,7 @@ class PisaImpactWriter:
             j = lex.get(t)
             if j is None:
                 if not isinstance(t, str) or not t or "\n" in t or "\r" in t:
-                    raise ValueError(f"term {t!r}: terms must be non-empty strings without line breaks "
+                    raise InputError(f"term {t!r}: terms must be non-empty strings without line breaks "
                                      "(PISA stores one term per line)")
                 j = lex[t] = len(lex)
             ids[i] = j
@@ -139,7 +142,7 @@ class PisaImpactWriter:
         try:
             self._flush()
             if self.n_docs == 0:
-                raise ValueError(f"{self.path}: no documents to index")
+                raise InputError(f"{self.path}: no documents to index")
             n_terms = len(self.lexicon)
             order = sorted(self.lexicon)  # PISA's lexicon is searched in sorted order
             rank = np.empty(n_terms, dtype=np.int64)
@@ -188,7 +191,7 @@ class PisaImpactWriter:
             freqs_mm.flush()
             del docs_mm, freqs_mm
             if np.any(sizes > UINT32_MAX):
-                raise ValueError(f"{self.path}: a document's summed impacts exceed 32 bits; use a smaller scale")
+                raise InputError(f"{self.path}: a document's summed impacts exceed 32 bits; use a smaller scale")
             np.concatenate([[self.n_docs], sizes]).astype(np.uint32).tofile(self.path / "inv.sizes")
             (self.path / "fwd.terms").write_text("".join(t + "\n" for t in order), encoding="utf-8")
             _pisathon.build_binlex(str(self.path / "fwd.documents"), str(self.path / "fwd.doclex"))

@@ -16,6 +16,8 @@ import pandas as pd
 import pyterrier as pt
 import torch
 
+from irgrid.core.retrievers import EntryError
+
 
 def encode_max_first(splade, texts: list[str], batch_size: int, scale: float) -> torch.Tensor:
     """[len(texts), vocab] SPLADE max-pooled weights, multiplied by `scale`."""
@@ -40,7 +42,7 @@ def to_toks(reps: torch.Tensor, reverse_vocab: dict[int, str], integer: bool, ro
     ('trunc' as pyterrier-splade, 'round' as the paper's code), zeros dropped, then the `top_k` of highest
     weight kept (ranked by the unquantised weight; ties by vocabulary id)."""
     if rounding not in ("trunc", "round"):
-        raise ValueError(f"rounding must be 'round' or 'trunc', got {rounding!r}")
+        raise EntryError(f"rounding must be 'round' or 'trunc', got {rounding!r}")
     result = []
     for row in reps:
         cols = torch.nonzero(row).squeeze(1)
