@@ -191,6 +191,7 @@ def _run(spec: ExperimentSpec, out: Path | None, store: Store, fail_fast: bool, 
     from irgrid.cluster import executors as executors_mod
 
     ex = executor if isinstance(executor, executors_mod.Executor) else executors_mod.make(executor)
+    ex.check(out)
     progress = _Progress(plan(spec, store))
     failures: list[Failure] = []
     data: dict[str, tuple[Any, Any]] = {}  # dataset -> (topics, qrels)

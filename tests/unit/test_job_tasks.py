@@ -88,3 +88,15 @@ def test_grid_result_is_a_readable_value():
                             "  FAILED c on d: RuntimeError: out of memory")
     assert "<table" in result._repr_html_() and "FAILED c on d" in result._repr_html_()
     assert GridResult("exp", rows, pd.DataFrame()).ok
+
+
+def test_only_the_local_executor_runs_without_an_output_folder():
+    """Ray and Slurm keep the grid state and job logs in `out`: refused before any work when there is none."""
+    from irgrid.cluster.config import ExecutorError
+    from irgrid.cluster.executors import make
+
+    make("local").check(None)
+    for name in ("ray", "slurm"):
+        with pytest.raises(ExecutorError, match=f"the {name} executor needs an output folder"):
+            make(name).check(None)
+        make(name).check(Path("out"))

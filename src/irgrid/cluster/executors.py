@@ -90,6 +90,10 @@ class Executor(ABC):
     def __init__(self, config: ExecutorConfig | None = None):
         self.config = config or ExecutorConfig(executor=self.name)
 
+    def check(self, out: Path | None) -> None:
+        """Refuse, before any work, a grid this executor cannot run (the local one runs any)."""
+        return None
+
     @abstractmethod
     def run_grid(self, grid: GridRun) -> Ran:
         """Run every job of the grid's graph (the grid evaluates the stored runs afterwards)."""
@@ -158,10 +162,13 @@ class LocalExecutor(Executor):
 class ClusterExecutor(Executor):
     """An engine that runs the job graph out of this process, keeping the grid state in the output folder."""
 
-    def run_grid(self, grid: GridRun) -> Ran:
-        if grid.out is None:
+    def check(self, out: Path | None) -> None:
+        if out is None:
             raise ExecutorError(f"the {self.name} executor needs an output folder (out=...): the grid's "
                                 f"state and job logs are kept there")
+
+    def run_grid(self, grid: GridRun) -> Ran:
+        self.check(grid.out)
         return dispatch(grid, self)
 
     @abstractmethod
