@@ -14,15 +14,15 @@ __version__ = "0.1.0"
 
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from irgrid.core.gridcell import GridCell
     from irgrid.core.retrievers import Retriever
+    from irgrid.grid import GridResult
 
 
 def run(experiment: Any, out: Any = None, *, extra: dict[str, Any] | None = None,
-        keys: dict[str, str] | None = None) -> pd.DataFrame:
-    """Run an experiment file (or spec, or dict); returns the long-form results DataFrame.
+        keys: dict[str, str] | None = None) -> GridResult:
+    """Run an experiment file (or spec, or dict); returns a `GridResult`: `.results` (the long-form DataFrame, one
+    row per dataset, system, measure; also `.to_frame()`), `.perquery`, `.failures` and `.out`.
 
     `extra` adds pipelines composed in Python as cells of the grid (same cache, runs, tests and reports), each
     under the cache key given in `keys` (e.g. `extra={"mine": pipeline}, keys={"mine": "my-v1"}`); a pipeline

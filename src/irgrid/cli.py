@@ -217,7 +217,8 @@ def cmd_run(args) -> int:
         print(f"irgrid: error: --executor {config.executor} needs --out (the grid's state and job logs live there)",
               file=sys.stderr)
         return 2
-    results = run(spec, out=args.out, fail_fast=args.fail_fast, executor=config, resume=args.resume)
+    result = run(spec, out=args.out, fail_fast=args.fail_fast, executor=config, resume=args.resume)
+    results = result.results
     sys.stdout.write(markdown_table(results) if len(results) else "no results\n")
     if args.latency:  # every system re-timed in this one process: comparable latencies (Figure 1 uses them)
         from pathlib import Path
@@ -237,10 +238,9 @@ def cmd_run(args) -> int:
             latency.write(Path(args.out), timings, summary)
     if args.out:
         print(f"\nwrote {args.out}/results.csv, perquery.csv, results.md, manifest.json, failures.json, runs/")
-    failures = results.attrs.get("failures", [])
-    for f in failures:
+    for f in result.failures:
         print(f"FAILED {f.retriever} on {f.dataset}: {f.error}", file=sys.stderr)
-    return 1 if failures else 0
+    return 0 if result.ok else 1
 
 
 def cmd_status(args) -> int:

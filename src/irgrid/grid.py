@@ -12,10 +12,10 @@ import errno
 import json
 import logging
 import shutil
-import time
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -25,12 +25,14 @@ from irgrid.core.files import write_text_atomic
 from irgrid.core.gridcell import GridCell
 from irgrid.data.datasets import Dataset, DatasetError, is_download_failure
 from irgrid.models import resolver as models_mod
-from irgrid.models.cache import release_all as release_models
-from irgrid.runner.cell import Cell, Failure, disk_note, load_cell, resolve_models, run_cell
+from irgrid.runner.cell import Cell, Failure, disk_note, load_cell, resolve_models
 from irgrid.runner.checks import beyond_depth, observed_depth, run_depth
 from irgrid.runner.experiment import ExperimentSpec
 from irgrid.runner.experiment import load as load_experiment
 from irgrid.store import Store
+
+if TYPE_CHECKING:
+    from irgrid.cluster.executors import Ran
 
 log = logging.getLogger("irgrid")
 
@@ -80,16 +82,19 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
 
 
 def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store: Store | None = None,
-        fail_fast: bool = False, executor: Any = None, resume: bool = False) -> pd.DataFrame:
-    """Run a grid; returns the long-form results (one row per dataset, system, measure).
+        fail_fast: bool = False, executor: Any = None, resume: bool = False) -> GridResult:
+    """Run a grid; returns a `GridResult`: the long-form results (one row per dataset, system, measure), the
+    per-query values, the failures and the output folder.
 
     A cell that fails at run time (out of memory, a crash in a library) is recorded with its error in
-    `failures.json` and the grid goes on, unless `fail_fast`. Bad configuration fails before any work.
+    `failures` (and `failures.json`) and the grid goes on, unless `fail_fast`. Bad configuration fails before any
+    work.
 
     `executor` (an `irgrid.cluster.config.ExecutorConfig`, an `Executor` or a name: local, ray, slurm) decides where
-    cells run; with ray or slurm every missing index, encoding shard and cell is a job of that engine (state and
-    logs in `out`), and this process evaluates the stored runs once all jobs finished. `resume` resubmits only
-    what is missing from an earlier submission to `out` (finished cells are never recomputed in any case).
+    the grid's jobs run (every missing index, encoding shard and cell is a job): in this process by default; with
+    ray or slurm as jobs of that engine (state and logs in `out`). This process then evaluates the stored runs.
+    `resume` resubmits only what is missing from an earlier submission to `out` (finished cells are never
+    recomputed in any case).
     """
     if isinstance(spec, dict):  # the docstring's "a dict": validated like a file
         from irgrid.runner.experiment import from_dict
@@ -144,27 +149,51 @@ def _out_lock(out: Path):
                           f"another --out") from None
 
 
+@dataclass(frozen=True, repr=False)
+class GridResult:
+    """What a grid returns: the long-form `results` (one row per dataset, system, measure: `RESULT_COLUMNS`), the
+    `perquery` values behind them, the cells and steps that `failures` (also in `out/failures.json`), and the
+    output folder (None without one). `to_frame()` is the results DataFrame, as `pt.Experiment` returns one."""
+
+    experiment: str
+    results: pd.DataFrame
+    perquery: pd.DataFrame
+    failures: list[Failure] = field(default_factory=list)
+    out: Path | None = None
+
+    @property
+    def ok(self) -> bool:
+        """No cell, dataset or aggregate failed."""
+        return not self.failures
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.results
+
+    def __repr__(self) -> str:
+        r = self.results
+        head = (f"GridResult({self.experiment!r}: {r['dataset'].nunique()} dataset(s) x {r['system'].nunique()} "
+                f"system(s), {len(r)} result rows, {len(self.failures)} failure(s)"
+                + (f", out={str(self.out)!r}" if self.out is not None else "") + ")")
+        failed = [f"  FAILED {f.retriever} on {f.dataset}: {f.error.splitlines()[0] if f.error else ''}"
+                  for f in self.failures]
+        return "\n".join([head, *failed])
+
+    def _repr_html_(self) -> str:  # Jupyter: the header, then the results table
+        import html
+
+        return f"<pre>{html.escape(repr(self))}</pre>" + self.results._repr_html_()
+
+
 def _run(spec: ExperimentSpec, out: Path | None, store: Store, fail_fast: bool, executor: Any,
-         resume: bool) -> pd.DataFrame:
+         resume: bool) -> GridResult:
+    """Read every dataset's queries and qrels, run the job graph of what is missing on the executor (in this
+    process by default), then evaluate the stored runs: one path, whichever executor computed them."""
     from irgrid.cluster import executors as executors_mod
-    from irgrid.cluster.config import ExecutorError
-    from irgrid.runner import outputs as report
 
     ex = executor if isinstance(executor, executors_mod.Executor) else executors_mod.make(executor)
-    remote: dict[tuple[str, str], Failure] | None = None
-    if isinstance(ex, executors_mod.ClusterExecutor):
-        if out is None:
-            raise ExecutorError(f"the {ex.name} executor needs an output folder (out=...): the grid's "
-                                f"state and job logs are kept there")
-        remote = executors_mod.dispatch(spec, store, Path(out), ex, resume=resume)
-    rows: list[dict[str, Any]] = []
-    perquery: list[pd.DataFrame] = []
-    cells_by_dataset: dict[str, list[Cell]] = {}
+    ex.check(out)
+    progress = _Progress(plan(spec, store))
     failures: list[Failure] = []
-    plan_rows = {(p["dataset"], p["retriever"]): p for p in plan(spec, store)}
-    remaining = sum(p["est_seconds"] or 0 for p in plan_rows.values() if not p["run_cached"])
-    unknown = {k for k, p in plan_rows.items() if not p["run_cached"] and p["est_seconds"] is None}
-    total_cells, done = len(plan_rows), 0
     data: dict[str, tuple[Any, Any]] = {}  # dataset -> (topics, qrels)
     for dataset in spec.datasets:
         try:
@@ -175,48 +204,83 @@ def _run(spec: ExperimentSpec, out: Path | None, store: Store, fail_fast: bool, 
             error = _data_error(dataset, e)
             log.error("%s: %s; its %d cell(s) are skipped", dataset.name, error, len(spec.retrievers))
             failures.extend(Failure(dataset.name, r.name, error, traceback.format_exc()) for r in spec.retrievers)
-            done += len(spec.retrievers)
-    # one retriever at a time over every dataset: its models load once, and are released before the next
-    # retriever's load (irgrid.models.cache), so a grid never holds the models of all its retrievers
-    computed: dict[tuple[str, str], Cell] = {}
-    for retriever in spec.retrievers:
-        for dataset in spec.datasets:
-            if dataset.name not in data:
-                continue
-            topics = data[dataset.name][0]
-            done += 1
-            est = plan_rows[(dataset.name, retriever.name)]
-            started = time.perf_counter()
-            if remote is not None and (dataset.name, retriever.name) in remote:  # its job failed: reported
-                failure = remote[(dataset.name, retriever.name)]
-                if fail_fast:
-                    raise RuntimeError(f"{retriever.name} on {dataset.name}: {failure.error}\n{failure.traceback}")
-                failures.append(failure)
+            progress.skipped(len(spec.retrievers))
+    grid = executors_mod.GridRun(spec, store, out, {name: topics for name, (topics, _) in data.items()},
+                                 fail_fast=fail_fast, resume=resume, progress=progress)
+    ran = ex.run_grid(grid)
+    return evaluate(spec, store, out, data, ran, failures, fail_fast)
+
+
+class _Progress:
+    """The local executor's line per cell: done/total, cached or computed, and the time left estimated from the
+    plan (throughputs measured earlier in this cache)."""
+
+    def __init__(self, plan_rows: list[dict[str, Any]]):
+        self.plan = {(p["dataset"], p["retriever"]): p for p in plan_rows}
+        self.remaining = sum(p["est_seconds"] or 0 for p in self.plan.values() if not p["run_cached"])
+        self.unknown = {k for k, p in self.plan.items() if not p["run_cached"] and p["est_seconds"] is None}
+        self.total, self.done = len(self.plan), 0
+
+    def skipped(self, cells: int) -> None:
+        self.done += cells
+
+    def cell_done(self, dataset: str, retriever: str, cached: bool, seconds: float) -> None:
+        self.done += 1
+        if not cached:
+            self.remaining = max(0.0, self.remaining - (self.plan[(dataset, retriever)]["est_seconds"] or 0))
+        self.unknown.discard((dataset, retriever))
+        eta = _fmt_seconds(self.remaining) + (f" + {len(self.unknown)} cell(s) never measured in this cache"
+                                              if self.unknown else "")
+        log.info("[%d/%d] %s on %s: %s in %.1fs; remaining ≈ %s", self.done, self.total, retriever, dataset,
+                 "cached" if cached else "computed", seconds, eta)
+
+    def cell_failed(self, dataset: str, retriever: str, error: str) -> None:
+        self.done += 1
+        log.error("[%d/%d] %s on %s FAILED: %s", self.done, self.total, retriever, dataset, error)
+
+
+def evaluate(spec: ExperimentSpec, store: Store, out: Path | None, data: dict[str, tuple[Any, Any]], ran: Ran,
+             failures: list[Failure], fail_fast: bool = False) -> GridResult:
+    """Evaluate the stored runs of a grid (every executor's last step): each cell's run loaded from the cache and
+    checked, `pt.Experiment` per dataset, the aggregates, and the output folder. `ran`: what the executor did (its
+    failed and computed cells); `failures`: what failed before (datasets whose queries or qrels could not be read)."""
+    from irgrid.runner import outputs as report
+
+    failed = ran.failures
+    order = {r.name: i for i, r in enumerate(spec.retrievers)}
+    datasets = {d.name: i for i, d in enumerate(spec.datasets)}
+
+    def as_run(f: Failure) -> tuple[int, int]:  # cell failures retriever by retriever, as the local executor runs
+        return order.get(f.retriever, 0), datasets.get(f.dataset, 0)
+
+    if fail_fast and failed:  # an executor out of this process: its first failed cell, after every job finished
+        failure = min(failed.values(), key=as_run)
+        raise RuntimeError(f"{failure.retriever} on {failure.dataset}: {failure.error}\n{failure.traceback}")
+    cell_failures = list(failed.values())
+    cells_by_dataset: dict[str, list[Cell]] = {}
+    for dataset in spec.datasets:
+        cells_by_dataset[dataset.name] = []
+        if dataset.name not in data:
+            continue
+        for retriever in spec.retrievers:
+            if (dataset.name, retriever.name) in failed:
                 continue
             try:
-                if remote is not None:  # computed by the jobs: only load, never compute here
-                    cell = load_cell(retriever, dataset, store)
-                else:
-                    cell = run_cell(retriever, dataset, topics, store, spec.models, spec.latency_sample)
-            except Exception as e:  # recorded and reported; the other cells still run
+                cell = load_cell(retriever, dataset, store, data[dataset.name][0])
+            except Exception as e:  # a stored run that fails its checks: recorded, the other cells evaluated
                 if fail_fast:
                     raise
-                log.error("[%d/%d] %s on %s FAILED: %s", done, total_cells, retriever.name, dataset.name, e)
-                failures.append(Failure(dataset.name, retriever.name, f"{type(e).__name__}: {e}",
-                                        traceback.format_exc()))
+                log.error("%s on %s FAILED: %s", retriever.name, dataset.name, e)
+                cell_failures.append(Failure(dataset.name, retriever.name, f"{type(e).__name__}: {e}",
+                                             traceback.format_exc()))
                 continue
-            took = time.perf_counter() - started
-            if not cell.cached:
-                remaining = max(0.0, remaining - (est["est_seconds"] or 0))
-            unknown.discard((dataset.name, retriever.name))
-            eta = _fmt_seconds(remaining) + (f" + {len(unknown)} cell(s) never measured in this cache" if unknown else "")
-            log.info("[%d/%d] %s on %s: %s in %.1fs; remaining ≈ %s", done, total_cells, retriever.name,
-                     dataset.name, "cached" if cell.cached else "computed", took, eta)
-            computed[(dataset.name, retriever.name)] = cell
-        release_models()
+            cell.cached = (dataset.name, retriever.name) not in ran.computed
+            cells_by_dataset[dataset.name].append(cell)
+    failures = failures + sorted(cell_failures, key=as_run)
+    rows: list[dict[str, Any]] = []
+    perquery: list[pd.DataFrame] = []
     for dataset in spec.datasets:
-        cells = [computed[(dataset.name, r.name)] for r in spec.retrievers if (dataset.name, r.name) in computed]
-        cells_by_dataset[dataset.name] = cells
+        cells = cells_by_dataset[dataset.name]
         if dataset.name not in data:
             continue
         topics, qrels = data[dataset.name]
@@ -238,9 +302,9 @@ def _run(spec: ExperimentSpec, out: Path | None, store: Store, fail_fast: bool, 
             continue
         results = pd.concat([results, extra.assign(baseline=spec.baseline)], ignore_index=True)[RESULT_COLUMNS]
         results = results.astype({"n": "Int64"})
+    perq = pd.concat(perquery, ignore_index=True) if perquery else pd.DataFrame()
     if out is not None:
         out = Path(out)
-        perq = pd.concat(perquery, ignore_index=True) if perquery else pd.DataFrame()
         with report.writing(out):  # one unit: a kill part-way leaves a folder `irgrid report` refuses
             report.write_outputs(spec, results, perq, cells_by_dataset, store, out)
             write_text_atomic(out / "failures.json", json.dumps([f.__dict__ for f in failures], indent=2))
@@ -253,8 +317,7 @@ def _run(spec: ExperimentSpec, out: Path | None, store: Store, fail_fast: bool, 
             for stale in (out / "runs").glob("*/*.res.gz"):  # runs of an earlier experiment in this folder
                 if stale not in wanted:
                     stale.unlink()
-    results.attrs["failures"] = failures
-    return results
+    return GridResult(spec.name, results, perq, failures, out)
 
 
 def _data_error(dataset: Dataset, e: Exception) -> str:

@@ -309,9 +309,10 @@ class Store:
         path = self.run_path(retriever, dataset)
         return path.with_name(path.name[: -len(".res.gz")] + ".json")
 
-    def has_run(self, retriever: GridCell, dataset: Dataset) -> bool:
-        """Stored and plausible (meta readable, run file of the recorded size); `load_run` verifies fully."""
-        return self._run_problem(retriever, dataset, full=False)[0] is None
+    def has_run(self, retriever: GridCell, dataset: Dataset, full: bool = False) -> bool:
+        """Stored and plausible (meta readable, run file of the recorded size; with `full`, of the recorded hash
+        too); `load_run` verifies fully."""
+        return self._run_problem(retriever, dataset, full=full)[0] is None
 
     def _run_problem(self, retriever: GridCell, dataset: Dataset, full: bool) -> tuple[str | None, dict | None]:
         path, meta_path = self.run_path(retriever, dataset), self.meta_path(retriever, dataset)

@@ -21,7 +21,7 @@ GRID = {"name": "analysis-grid", **SPARSE_GRID}
 @pytest.fixture(scope="module")
 def real_grid(shared_store, tmp_path_factory):
     out = tmp_path_factory.mktemp("analysis") / "out"
-    results = grid.run(from_dict(GRID), out=out, store=shared_store)
+    results = grid.run(from_dict(GRID), out=out, store=shared_store).results
     return out, results
 
 

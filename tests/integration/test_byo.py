@@ -43,7 +43,7 @@ measures: [nDCG@10]
     flat = [[(d["docno"], _clean(d["text"])) for d in ds.docs()] for ds in (tsv, jsonl)]
     assert flat[0] == flat[1]  # flat title + text either way (the TSV has whitespace collapsed)
     assert tsv.docs_count() == jsonl.docs_count() == len(flat[0]) > 250
-    results = grid.run(spec, store=shared_store)
+    results = grid.run(spec, store=shared_store).results
     ndcg = results[results.measure == "nDCG@10"].set_index("dataset")["value"]
     assert ndcg["scifact-slice-tsv"] == pytest.approx(ndcg["scifact-slice-jsonl"])
     import pyterrier as pt  # registered with ir_datasets: the same interface as any other dataset
@@ -121,12 +121,13 @@ def test_collection_file_edited_in_one_process_is_read_again(tmp_path, collectio
     shutil.copytree(collection / "data", tmp_path / "data")
     exp = experiment_yaml(tmp_path, name="slice-notebook")
     store = Store(tmp_path / "cache")
-    before = grid.run(load(exp), store=store)
+    before = grid.run(load(exp), store=store).results
     qrels = tmp_path / "data" / "qrels.txt"
     lines = qrels.read_text().splitlines(keepends=True)
     qrels.write_text("".join(lines[: len(lines) // 2]))
-    after = grid.run(load(exp), store=store)
-    assert not after.attrs["failures"] and len(after) == len(before)
+    ran = grid.run(load(exp), store=store)
+    after = ran.results
+    assert ran.ok and len(after) == len(before)
     value = lambda r: float(r[r["measure"] == "nDCG@10"]["value"].iloc[0])  # noqa: E731
     assert value(after) != value(before)
 

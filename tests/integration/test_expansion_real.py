@@ -29,7 +29,7 @@ def _spec(num_results: int = 1000):
 
 @pytest.fixture(scope="module")
 def first(shared_store):
-    return grid.run(_spec(), store=shared_store, fail_fast=True)
+    return grid.run(_spec(), store=shared_store, fail_fast=True).results
 
 
 def test_expansions_run_and_their_effect_is_reported(first, capsys):
@@ -49,7 +49,7 @@ def test_second_run_makes_no_model_calls(first, shared_store, monkeypatch):
     calls = []
     monkeypatch.setattr(Generator, "_generate_batch", lambda self, texts: calls.append(texts) or pytest.fail(
         "generated again: the generation cache missed"))
-    again = grid.run(_spec(num_results=100), store=shared_store, fail_fast=True)  # new runs, same generations
+    again = grid.run(_spec(num_results=100), store=shared_store, fail_fast=True).results  # new runs, same generations
     assert not calls
     latency = again[again.measure == "ms/query"].set_index("system")["value"]
     first_latency = first[first.measure == "ms/query"].set_index("system")["value"]

@@ -40,7 +40,7 @@ def _run_of(store, spec, name):
 
 def test_fusion_grid_semantics_caching_and_rerun(fresh_store, tmp_path, monkeypatch):
     spec = from_dict(FUSION_GRID)
-    results = grid.run(spec, out=tmp_path / "a", store=fresh_store, fail_fast=True)
+    results = grid.run(spec, out=tmp_path / "a", store=fresh_store, fail_fast=True).results
     runs = [b for b in fresh_store.builds() if b["kind"] == "run"]
     assert sorted(b["retriever"] for b in runs) == ["bm25-pisa", "cut", "fuse", "k12", "lin"]  # each stage once
     topics = spec.datasets[0].topics()
@@ -114,7 +114,7 @@ def test_python_pipelines_join_the_grid_with_their_key(tmp_path):
     exp = {"datasets": [{"name": "vaswani", "queries": 10}], "retrievers": ["bm25-pisa"], "measures": ["AP"],
            "latency_sample": 0}
     mine = irgrid.retriever("bm25-pisa").with_options(k1=1.5).pipeline("vaswani") % 5
-    results = irgrid.run(exp, tmp_path / "out", extra={"mine": mine}, keys={"mine": "bm25-k1.5-top5-v1"})
+    results = irgrid.run(exp, tmp_path / "out", extra={"mine": mine}, keys={"mine": "bm25-k1.5-top5-v1"}).results
     assert set(results["system"]) == {"bm25-pisa", "mine"}
     run = pd.read_csv(tmp_path / "out" / "runs" / "vaswani@q10s0" / "mine.res.gz", sep=r"\s+", header=None)
     assert run.groupby(0).size().max() == 5
@@ -149,7 +149,7 @@ def slice_grid(tmp_path_factory):
         "measures": ["nDCG@10"], "baseline": "bm25-pisa", "latency_sample": 2}))
     store = Store(root / "cache")
     spec = load(exp)
-    return spec, grid.run(spec, out=root / "out", store=store, fail_fast=True), store
+    return spec, grid.run(spec, out=root / "out", store=store, fail_fast=True).results, store
 
 
 def test_dense_reranker_scores_candidates_with_the_indexed_vectors(slice_grid):
@@ -199,7 +199,7 @@ def test_dense_reranker_without_an_index_encodes_the_candidates_texts(slice_grid
 @pytest.mark.heavy  # full SciFact with MiniLM: `make test-all`
 def test_scifact_cascade_rrf_and_linear_fusion(shared_store, tmp_path, monkeypatch):
     spec = load(ROOT / "experiments" / "compose.yaml")
-    results = grid.run(spec, out=tmp_path / "a", store=shared_store, fail_fast=True)
+    results = grid.run(spec, out=tmp_path / "a", store=shared_store, fail_fast=True).results
     table = results.set_index(["system", "measure"])
     ndcg = table.xs("nDCG@10", level="measure")["value"]
     print("\nnDCG@10 on beir/scifact/test:", ndcg.round(4).to_dict())
@@ -255,7 +255,7 @@ def test_report_writes_fusion_suggestions_as_ready_to_paste_pipelines(fresh_stor
     assert [i["pipeline"] for i in items] == list(suggestions["expression"])
     assert "# vaswani: Jaccard" in text and "-> RRF" in text
     pasted = {**exp, "retrievers": [*exp["retrievers"], *items]}
-    results = grid.run(from_dict(pasted), store=fresh_store).set_index(["system", "measure"])["value"]
+    results = grid.run(from_dict(pasted), store=fresh_store).results.set_index(["system", "measure"])["value"]
     fused = pd.read_csv(report / "fusion_rrf.csv")
     for item, (_, s) in zip(items, suggestions.iterrows()):
         row = fused[(fused["a"] == s["a"]) & (fused["b"] == s["b"]) & (fused["measure"] == "AP")].iloc[0]

@@ -25,7 +25,7 @@ def reranked(tiny, shared_store):
         "datasets": [{"name": "vaswani", "queries": 5}], "measures": ["nDCG@10"], "latency_sample": 2,
         "retrievers": ["bm25-pisa", *({"as": a, "pipeline": f"bm25-pisa % 10 >> {e}"} for a, e in CASCADES.items())],
     })
-    results = grid.run(spec, store=shared_store, fail_fast=True)
+    results = grid.run(spec, store=shared_store, fail_fast=True).results
     ds = spec.datasets[0]
     runs = {r.name: shared_store.load_run(r, ds) for r in spec.retrievers}
     return spec, results, runs
@@ -80,8 +80,7 @@ def test_tiny_cross_encoders_rerank_bm25_candidates(reranked, alias):
 def test_a_reranker_listed_as_a_retriever_says_how_to_use_it(tiny, shared_store):
     spec = from_dict({"datasets": [{"name": "vaswani", "queries": 2}], "measures": ["AP"],
                       "retrievers": ["bm25-pisa", "monot5-base"], "latency_sample": 0})
-    results = grid.run(spec, store=shared_store)
-    (failure,) = results.attrs["failures"]
+    (failure,) = grid.run(spec, store=shared_store).failures
     assert failure.retriever == "monot5-base"
     assert "monot5-base is a re-ranker" in failure.error and '"bm25 % 100 >> monot5-base"' in failure.error
 

@@ -30,7 +30,7 @@ def _quickstart(without: tuple[str, ...] = ("splade-tiny",)):
 @pytest.fixture(scope="module")
 def quickstart(shared_store, tmp_path_factory):
     out = tmp_path_factory.mktemp("quickstart")
-    results = grid.run(_quickstart(), out=out, store=shared_store)
+    results = grid.run(_quickstart(), out=out, store=shared_store).results
     return results.set_index(["system", "measure"]), out
 
 
@@ -56,7 +56,7 @@ def test_minilm_reproduces_mteb(quickstart):
 def test_splade_tiny_matches_the_pyterrier_splade_path(shared_store, tmp_path):
     # 0.6435 / 0.9733 were measured with pyterrier-splade's own encoder (shared/notes/offline-stack.md)
     spec = _quickstart(without=("all-minilm-l6-v2",))  # bm25 stays: the quickstart's baseline
-    results = grid.run(spec, out=tmp_path, store=shared_store).set_index(["system", "measure"])
+    results = grid.run(spec, out=tmp_path, store=shared_store).results.set_index(["system", "measure"])
     value = results["value"]
     assert value["splade-tiny", "nDCG@10"] == pytest.approx(0.6435, abs=0.005)
     assert value["splade-tiny", "R@1000"] == pytest.approx(0.9733, abs=0.005)
@@ -74,6 +74,6 @@ def test_significance_is_against_bm25_with_holm(quickstart):
 
 def test_rerun_is_all_cache_hits(quickstart, shared_store, tmp_path, monkeypatch):
     monkeypatch.setattr(cell_mod, "build_pipeline", lambda *a, **k: pytest.fail("recomputed a cached cell"))
-    again = grid.run(_quickstart(), out=tmp_path, store=shared_store)
+    again = grid.run(_quickstart(), out=tmp_path, store=shared_store).results
     assert (tmp_path / "results.csv").read_bytes() == (quickstart[1] / "results.csv").read_bytes()
     assert len(again) == len(quickstart[0]) == 3 * 4  # 3 systems x (3 measures + latency)

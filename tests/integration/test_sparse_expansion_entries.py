@@ -36,7 +36,7 @@ def tiny_grid(tmp_path_factory):
         "measures": ["nDCG@10", "R@100"], "latency_sample": 2,
     }, source=str(root / "exp.yaml"))
     store = Store(root / "cache")
-    results = grid.run(spec, out=root / "out", store=store, fail_fast=True)
+    results = grid.run(spec, out=root / "out", store=store, fail_fast=True).results
     yield results, root, store, spec
     mp.undo()
 

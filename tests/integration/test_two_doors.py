@@ -73,19 +73,20 @@ def doors(tmp_path_factory):
                "retrievers": ["bm25-pisa", "all-minilm-l6-v2", *({"as": n, "pipeline": e} for n, e in FORMS.items())],
                "measures": ["nDCG@10", "AP", "R@20"], "baseline": "bm25-pisa", "latency_sample": 0}
         store = Store(root / "cache")
-        yaml_results = grid.run(from_dict(exp), out=root / "yaml", store=store, fail_fast=True)
+        yaml_results = grid.run(from_dict(exp), out=root / "yaml", store=store, fail_fast=True).results
         ds = irgrid.dataset(collection)
         builds = len(store.builds())
         # door 2: irgrid.pipeline("EXPR", ds): the items' own cells (same keys: nothing computed anew)
         base = {**exp, "retrievers": ["bm25-pisa", "all-minilm-l6-v2"]}
         by_text = {n: irgrid.pipeline(e, ds) for n, e in FORMS.items() if n != "named"}
         by_text["named"] = irgrid.pipeline(FORMS["named"], ds, names={"casc-dense": by_text["casc-dense"]})
-        text_results = grid.run(with_extra(from_dict(base), by_text, None), out=root / "text", store=store, fail_fast=True)
+        text_results = grid.run(with_extra(from_dict(base), by_text, None), out=root / "text", store=store,
+                                fail_fast=True).results
         text_builds = len(store.builds()) - builds
         # door 3: PyTerrier operators over the roles, keyed by the caller
         ops = operators(ds)
         op_results = grid.run(with_extra(from_dict(base), ops, {n: f"{n}-v1" for n in ops}), out=root / "ops",
-                              store=store, fail_fast=True)
+                              store=store, fail_fast=True).results
         yield {"root": root, "yaml": yaml_results, "text": text_results, "ops": op_results, "text_builds": text_builds,
                "store": store, "ds": ds, "exp": exp}
     finally:
@@ -190,7 +191,7 @@ def test_stored_runs_with_duplicates_or_deeper_than_their_system_are_refused(doo
         with pytest.raises(RunCheckError, match=rf"query {q} has \d+ results, more than the system's depth 20"):
             grid.run(spec, store=store, fail_fast=True)
         results = grid.run(spec, store=store)  # not fail-fast: one failed cell, named, the others evaluated
-        failure = next(f for f in results.attrs["failures"] if f.retriever == "casc-dense")
+        failure = next(f for f in results.failures if f.retriever == "casc-dense")
         assert "RunCheckError" in failure.error and "scifact-slice" in failure.error
     finally:
         path.write_bytes(original)
@@ -211,7 +212,7 @@ def test_sampled_dataset_names_resolve_in_both_doors(tmp_path):
         return irgrid.retriever("bm25-pisa").pipeline(name) % 10
 
     results = irgrid.run(exp, tmp_path / "out", extra={"mine": mine, "expr": lambda n: irgrid.pipeline(
-        "bm25-pisa % 10", n)}, keys={"mine": "sampled-v1", "expr": "sampled-expr-v1"})
+        "bm25-pisa % 10", n)}, keys={"mine": "sampled-v1", "expr": "sampled-expr-v1"}).results
     assert seen == ["vaswani@q5s3"] and set(results["system"]) == {"bm25-pisa", "mine", "expr"}
     value = results.set_index(["system", "measure"])["value"]
     assert value["mine", "AP"] == value["expr", "AP"]

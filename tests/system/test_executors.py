@@ -46,7 +46,7 @@ def setup(tmp_path_factory):
         MODELS.release_all()  # engines made in this process pick up the chunk size
         spec = from_dict(exp, source=str(root / "exp.yaml"))
         reference = grid.run(spec, out=root / "local", store=Store(root / "local-cache"))
-        assert not reference.attrs["failures"]
+        assert reference.ok, reference.failures
         yield root, exp, spec
 
 
@@ -194,7 +194,7 @@ def test_slurm_executor_runs_the_grid_and_reports_a_failed_cell(setup, tmp_path)
                                      query=_raising_query, options={}))
     out, cache = tmp_path / "out", tmp_path / "cache"
     config = ExecutorConfig(executor="slurm", cluster=cluster, shards=2, poll_seconds=0.5, max_parallel=2, time_min=20)
-    results = grid.run(spec, out=out, store=Store(cache), executor=config)
+    results = grid.run(spec, out=out, store=Store(cache), executor=config).results
     failures = json.loads((out / "failures.json").read_text())
     assert [(f["retriever"], f["error"]) for f in failures] == [("broken", "RuntimeError: simulated CUDA out of memory in a job")]
     assert "log: " in failures[0]["traceback"] and "Traceback" in failures[0]["traceback"]

@@ -53,7 +53,7 @@ def vaswani_first(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("vaswani")
     store = Store(root / "cache")
-    results = grid.run(from_dict(SPARSE), out=root / "out", store=store)
+    results = grid.run(from_dict(SPARSE), out=root / "out", store=store).results
     return root, store, results
 
 
@@ -90,7 +90,7 @@ def test_rerun_recomputes_nothing_and_is_identical(vaswani_first, monkeypatch):
     root, store, first = vaswani_first
     Recorder(monkeypatch, fail=True)
     monkeypatch.setattr(cell_mod, "open_index", lambda *a, **k: pytest.fail("an index was opened on a rerun"))
-    again = grid.run(from_dict(SPARSE), out=root / "out2", store=store)
+    again = grid.run(from_dict(SPARSE), out=root / "out2", store=store).results
     pd.testing.assert_frame_equal(first, again)
     assert (root / "out" / "results.csv").read_bytes() == (root / "out2" / "results.csv").read_bytes()
 
@@ -102,7 +102,7 @@ def test_changed_option_recomputes_that_retriever_only(vaswani_first, monkeypatc
     original = store.build_index
     monkeypatch.setattr(store, "build_index", lambda recipe, *a: built_indexes.append(recipe.name) or original(recipe, *a))
     spec = dict(SPARSE, retrievers=[{"name": "bm25-pisa", "options": {"k1": 1.2}}, "bm25"])
-    changed = grid.run(from_dict(spec), store=store)
+    changed = grid.run(from_dict(spec), store=store).results
     assert rec.built == ["bm25-pisa"] and built_indexes == []  # same index, new run
     v0, v1 = (r.set_index(["system", "measure"])["value"] for r in (first, changed))
     assert v1["bm25", "AP"] == v0["bm25", "AP"]
@@ -136,7 +136,7 @@ def test_killed_grid_resumes_to_the_same_results(tmp_path, vaswani_first):
     assert len(_runs(cache)) < 4 and not (out / "results.csv").exists()
     from irgrid.store import Store
 
-    resumed = grid.run(from_dict(spec), out=out, store=Store(cache))
+    resumed = grid.run(from_dict(spec), out=out, store=Store(cache)).results
     assert len(_runs(cache)) == 4
     leftovers = [p for p in cache.rglob("*") if ".tmp-" in p.name and p.is_file() and "indexes" not in str(p)]
     assert not leftovers, leftovers  # a killed atomic write leaves at most a temp file, never a result
@@ -158,13 +158,47 @@ def test_a_failing_cell_is_recorded_and_the_grid_goes_on(vaswani_first, tmp_path
                        query=_raising_query, options={})
     spec = from_dict(SPARSE)
     spec.retrievers.append(broken)
-    results = grid.run(spec, out=tmp_path, store=vaswani_first[1])
+    results = grid.run(spec, out=tmp_path, store=vaswani_first[1]).results
     assert set(results.system) == {"bm25-pisa", "bm25"}
     failures = json.loads((tmp_path / "failures.json").read_text())
     assert [(f["retriever"], f["dataset"]) for f in failures] == [("broken", "vaswani")]
     assert "simulated CUDA out of memory" in failures[0]["error"] and "Traceback" in failures[0]["traceback"]
     with pytest.raises(RuntimeError, match="simulated"):
         grid.run(spec, store=vaswani_first[1], fail_fast=True)
+
+
+def test_an_index_job_that_fails_fails_every_cell_that_needs_it_once(vaswani_first, tmp_path, caplog):
+    """The local executor runs the job graph in process: an index shared by two retrievers is one job, built (and
+    failing) once; both cells fail with its error, the cached cells are still evaluated, and each cell gets its
+    progress line in the order the grid runs them (retriever by retriever)."""
+    from irgrid.core.retrievers import IndexRecipe, Retriever
+    from irgrid.pipelines.sparse import bm25_query, open_pisa
+
+    attempts: list[str] = []
+
+    def failing_build(ctx):
+        attempts.append(str(ctx.path))
+        raise RuntimeError("injected index failure")
+
+    recipe = IndexRecipe("broken-index", build=failing_build, open=open_pisa, params={"stemmer": "porter2"})
+    spec = from_dict(SPARSE)
+    for name in ("broken-a", "broken-b"):
+        spec.retrievers.append(Retriever(name=name, family="sparse", architecture="lexical", index=recipe,
+                                         query=bm25_query, options={"k1": 0.9, "b": 0.4, "num_results": 1000}))
+    with caplog.at_level("INFO", logger="irgrid"):
+        result = grid.run(spec, out=tmp_path, store=vaswani_first[1])
+    assert len(attempts) == 1  # one index job for both cells
+    assert [(f.retriever, f.error) for f in result.failures] == [
+        ("broken-a", "RuntimeError: injected index failure"), ("broken-b", "RuntimeError: injected index failure")]
+    assert all("Traceback" in f.traceback for f in result.failures) and not result.ok
+    assert set(result.results.system) == {"bm25-pisa", "bm25"}
+    pd.testing.assert_frame_equal(result.to_frame(), vaswani_first[2])  # the cached cells: the same numbers
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("[")]
+    assert [line.split(":")[0] for line in lines] == ["[1/4] bm25-pisa on vaswani", "[2/4] bm25 on vaswani",
+                                                      "[3/4] broken-a on vaswani FAILED", "[4/4] broken-b on vaswani FAILED"]
+    assert "cached in" in lines[0] and "remaining ≈" in lines[0]
+    assert "GridResult('sparse-vaswani': 1 dataset(s) x 2 system(s), 8 result rows, 2 failure(s)" in repr(result)
+    assert len(result.perquery) and set(result.perquery.system) == {"bm25-pisa", "bm25"}
 
 
 def test_plan_lists_every_cell_with_status_and_estimates(vaswani_first, tmp_path):
@@ -280,7 +314,7 @@ def test_grid_loads_each_retrievers_models_once_and_releases_them_before_the_nex
 
     MODELS.release_all()
     monkeypatch.setattr(MODELS, "get", get)
-    results = grid.run(spec, store=Store(tmp_path / "cache"), fail_fast=True)
+    results = grid.run(spec, store=Store(tmp_path / "cache"), fail_fast=True).results
     assert set(results["system"]) == {"contriever", "tas-b"} and set(results["dataset"]) == {"slice-a", "slice-b"}
     assert [name for name, _ in loads] == ["contriever", "contriever", "tas-b", "tas-b"]  # document + query side
     assert all("contriever" not in held for name, held in loads if name == "tas-b")

@@ -121,7 +121,7 @@ def test_failed_baseline_with_correction_is_recorded_and_the_grid_finishes(slice
         return original(retriever, dataset, *a, **kw)
 
     monkeypatch.setattr(cell_mod, "build_pipeline", failing)
-    results = grid.run(spec, out=tmp_path / "out", store=Store(tmp_path / "cache"))
+    results = grid.run(spec, out=tmp_path / "out", store=Store(tmp_path / "cache")).results
     failures = json.loads((tmp_path / "out" / "failures.json").read_text())
     assert [(f["dataset"], f["retriever"]) for f in failures][:1] == [("mine", "bm25-pisa")]
     assert any("tests skipped" in f["error"] and f["dataset"] == "mine" for f in failures)
@@ -151,8 +151,7 @@ def test_docs_changed_after_loading_is_refused_not_cached_under_the_old_hash(sli
     lines = docs.read_text().splitlines(keepends=True)
     docs.write_text("".join(lines[: len(lines) // 2]))  # edited while the grid starts
     store = Store(tmp_path / "cache")
-    results = grid.run(spec, out=tmp_path / "out", store=store)
-    failures = results.attrs["failures"]
+    failures = grid.run(spec, out=tmp_path / "out", store=store).failures
     assert len(failures) == 1 and "docs.tsv" in failures[0].error and "changed" in failures[0].error
     assert not list((store.root / "indexes").glob("*/*/irgrid-index.json"))  # nothing published
     proc = _cli("run", str(root / "exp.yaml"), "--cache", str(store.root))  # reloaded: hashed from the new bytes
@@ -167,7 +166,7 @@ def test_bom_in_topics_is_stripped(slice_root, tmp_path):
     spec = load(experiment_yaml(root))
     first = topics.read_text(encoding="utf-8-sig").split("\t", 1)[0]
     assert spec.datasets[0].topics()["qid"].iloc[0] == first
-    results = grid.run(spec, store=Store(tmp_path / "cache"))
+    results = grid.run(spec, store=Store(tmp_path / "cache")).results
     perq = grid.measures_mod.experiment([grid.Store(tmp_path / "cache").load_run(
         spec.retrievers[0], spec.datasets[0])[0]], spec.datasets[0].topics(), spec.datasets[0].qrels(),
         spec.measures, names=["x"], perquery=True, verbose=False)
@@ -295,12 +294,12 @@ def test_empty_docs_file_is_refused(slice_root, tmp_path):
 def test_truncated_cached_run_is_recomputed(slice_root, tmp_path):
     root = _copy_slice(slice_root, tmp_path)
     spec, store = load(experiment_yaml(root)), Store(tmp_path / "cache")
-    first = grid.run(spec, store=store)
+    first = grid.run(spec, store=store).results
     run = next((store.root / "runs").glob("*/*.res.gz"))
     lines = gzip.open(run, "rt").read().splitlines(keepends=True)
     with gzip.open(run, "wt") as f:
         f.write("".join(lines[: len(lines) // 2]))
-    second = grid.run(load(root / "exp.yaml"), store=store)
+    second = grid.run(load(root / "exp.yaml"), store=store).results
     assert _value(second, "bm25-pisa") == _value(first, "bm25-pisa")
     assert list(run.parent.glob(f".{run.name}.corrupt-*"))  # moved aside, not deleted: evidence kept
 
@@ -333,13 +332,13 @@ def test_outputs_killed_while_writing_are_never_mixed(slice_root, tmp_path, monk
 def test_damaged_index_file_is_rebuilt_not_trusted(slice_root, tmp_path):
     root = _copy_slice(slice_root, tmp_path)
     store = Store(tmp_path / "cache")
-    first = grid.run(load(experiment_yaml(root)), store=store)
+    first = grid.run(load(experiment_yaml(root)), store=store).results
     folder = next((store.root / "indexes").glob("*/pisa-porter2-*"))
     victim = max((p for p in folder.rglob("*") if p.is_file() and p.suffix != ".json"), key=lambda p: p.stat().st_size)
     victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 3])
     shutil.rmtree(store.root / "runs")
     second = grid.run(load(root / "exp.yaml"), store=store)
-    assert not second.attrs["failures"] and _value(second, "bm25-pisa") == _value(first, "bm25-pisa")
+    assert second.ok and _value(second.results, "bm25-pisa") == _value(first, "bm25-pisa")
     assert list(folder.parent.glob(f".{folder.name}.corrupt-*"))
 
 
@@ -396,8 +395,8 @@ def test_unstaged_dataset_is_a_recorded_failure_with_the_staging_hint(tmp_path, 
     32): both get the staging hint, and ir_datasets' download retries are not printed (only with -v)."""
     spec = from_dict({"datasets": ["beir/nfcorpus/test", "cranfield", "vaswani"], "retrievers": ["bm25-pisa"],
                       "measures": ["AP"]})
-    results = grid.run(spec, out=tmp_path / "out", store=Store(tmp_path / "cache"))
-    failures = results.attrs["failures"]
+    ran = grid.run(spec, out=tmp_path / "out", store=Store(tmp_path / "cache"))
+    results, failures = ran.results, ran.failures
     assert [(f.dataset, f.retriever) for f in failures] == [("beir/nfcorpus/test", "bm25-pisa"),
                                                             ("cranfield", "bm25-pisa")]
     for failure in failures:
@@ -468,8 +467,8 @@ def test_python_api_run_of_a_dict_and_bad_queries(slice_root, tmp_path, monkeypa
     data = {"collections": [{"name": "api-dict", "docs": str(root / "data/docs.tsv"),
                              "topics": str(root / "data/topics.tsv"), "qrels": str(root / "data/qrels.txt")}],
             "datasets": ["api-dict"], "retrievers": ["bm25-pisa"], "measures": ["AP"]}
-    results = irgrid.run(data)
-    assert _value(results, "bm25-pisa") > 0 and not results.attrs["failures"]
+    ran = irgrid.run(data)
+    assert _value(ran.results, "bm25-pisa") > 0 and ran.ok
     spec = from_dict(data)
     pipe = irgrid.pipeline("bm25-pisa", spec.datasets[0])
     assert len(pipe.search("protein folding")) > 0

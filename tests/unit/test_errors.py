@@ -125,7 +125,7 @@ BUILTIN_RAISES_ALLOWED = {
     ("src/irgrid/sparse/pisa_writer.py", "add"),  # the writer's own columns disagree in length
     ("src/irgrid/sparse/pisa_writer.py", "add_postings"),
     ("src/irgrid/sparse/lucene_pisa.py", "int_to_byte4"),  # a negative document length from the analyser
-    ("src/irgrid/grid.py", "_run"),  # fail_fast: the first failing cell's own error, with its traceback
+    ("src/irgrid/grid.py", "evaluate"),  # fail_fast: the first failing cell's own error, with its traceback
     ("src/irgrid/cluster/sharding.py", "shard_ranges"),  # arguments checked by ExecutorConfig before
     ("src/irgrid/core/modelref.py", "__post_init__"),  # a tiny stand-in made without its architecture
     ("src/irgrid/core/significance.py", "_paired"),  # two runs' per-query scores aligned by the caller

@@ -1,6 +1,10 @@
-"""Where a grid's cells run: in this process (the default), or as jobs of an existing cluster engine.
+"""Where a grid's jobs run: in this process (the default), or as jobs of an existing cluster engine. Every
+executor runs the same job graph (`irgrid.cluster.graph`) of what is not cached; the grid then evaluates the
+stored runs in one step (`irgrid.grid`), whichever executor computed them.
 
-- `local`: the grid runner (`irgrid.grid.run`) computes cell after cell in this process; no job graph.
+- `local`: the jobs run in this process, one retriever at a time over every dataset (its models load once and
+  are released before the next retriever's, `irgrid.models.cache`), each cell after the index jobs it needs,
+  with a progress line per cell. A failed job fails the cells that need it (or the grid, with `fail_fast`).
 - `ray`: every job is a Ray task (`ray.init(address=...)`: an existing cluster, or a local one when no address
   is given); dependencies are object references passed as arguments, so Ray starts a job only after the jobs
   it needs; a task whose worker dies is retried by Ray (`max_retries`).
@@ -9,10 +13,9 @@
   order. A job that dies without a result (killed, preempted, node failure) is resubmitted up to
   `max_retries` times.
 
-`dispatch` submits the job graph (`irgrid.cluster.graph`) of what is not cached and waits for it, keeping the
-grid state (`irgrid.cluster.state`); each job runs `irgrid.cluster.tasks.execute` and writes only to the shared
-cache, under its locks (`irgrid.core.locks`). Evaluation stays in the submitting process after every job
-finished, so results are those of the local runner. `irgrid run --resume` submits only what is missing.
+Ray and Slurm submit the graph and wait for it, keeping the grid state (`irgrid.cluster.state`) in the output
+folder; each job runs `irgrid.cluster.tasks.execute` and writes only to the shared cache, under its locks
+(`irgrid.core.locks`). `irgrid run --resume` submits only what is missing.
 """
 
 from __future__ import annotations
@@ -20,9 +23,12 @@ from __future__ import annotations
 import collections
 import logging
 import time
+import traceback
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from irgrid.cluster.config import EXECUTORS, ExecutorConfig, ExecutorError
 from irgrid.cluster.graph import Job, build_graph, spec_hash
@@ -30,11 +36,52 @@ from irgrid.cluster.state import FINAL, STATE, GridState, load_state, read_json
 from irgrid.cluster.tasks import execute
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from irgrid.runner.cell import Failure
     from irgrid.runner.experiment import ExperimentSpec
     from irgrid.store import Store
 
 log = logging.getLogger("irgrid")
+
+
+class Progress(Protocol):
+    """Told about each cell as the local executor finishes it (the grid logs it with an ETA)."""
+
+    def cell_done(self, dataset: str, retriever: str, cached: bool, seconds: float) -> None: ...
+
+    def cell_failed(self, dataset: str, retriever: str, error: str) -> None: ...
+
+
+class _Quiet:
+    def cell_done(self, dataset: str, retriever: str, cached: bool, seconds: float) -> None:
+        pass
+
+    def cell_failed(self, dataset: str, retriever: str, error: str) -> None:
+        pass
+
+
+@dataclass
+class GridRun:
+    """One grid as its executor sees it. `topics`: the queries of every dataset whose queries and qrels were read
+    (the cells of the others are not run: the grid records them failed)."""
+
+    spec: ExperimentSpec
+    store: Store
+    out: Path | None
+    topics: Mapping[str, pd.DataFrame]
+    fail_fast: bool = False
+    resume: bool = False
+    progress: Progress = _Quiet()
+
+
+@dataclass
+class Ran:
+    """What an executor did: the cells whose job failed (or could not run), by (dataset, retriever), with their
+    error, and the cells it computed (the others were in the cache already)."""
+
+    failures: dict[tuple[str, str], Failure] = field(default_factory=dict)
+    computed: set[tuple[str, str]] = field(default_factory=set)
 
 
 class Executor(ABC):
@@ -43,15 +90,86 @@ class Executor(ABC):
     def __init__(self, config: ExecutorConfig | None = None):
         self.config = config or ExecutorConfig(executor=self.name)
 
+    def check(self, out: Path | None) -> None:
+        """Refuse, before any work, a grid this executor cannot run (the local one runs any)."""
+        return None
+
+    @abstractmethod
+    def run_grid(self, grid: GridRun) -> Ran:
+        """Run every job of the grid's graph (the grid evaluates the stored runs afterwards)."""
+
 
 class LocalExecutor(Executor):
-    """The grid runner computes each cell in this process (`irgrid.grid.run`): nothing to submit."""
+    """The job graph in this process: retriever after retriever (its models released before the next one's load),
+    each cell after the index jobs it needs. A failed job is raised at once with `fail_fast`, else recorded: every
+    cell that needs it fails with its error, the other cells still run."""
 
     name = "local"
 
+    def run_grid(self, grid: GridRun) -> Ran:
+        from irgrid.models.cache import release_all as release_models
+        from irgrid.runner.cell import Failure
+
+        jobs, cells = build_graph(grid.spec, grid.store, self.config, grid.out, datasets=grid.topics)
+        by_id = {j.id: j for j in jobs}
+        errors: dict[str, tuple[str, str, str]] = {}  # failed job id -> (error, traceback, message)
+        outcomes: dict[str, Any] = {}
+        ran = Ran()
+        retrievers = {name: i for i, name in enumerate(dict.fromkeys(c["retriever"] for c in cells))}
+        datasets = {name: i for i, name in enumerate(dict.fromkeys(c["dataset"] for c in cells))}
+        current = None
+        for cell in sorted(cells, key=lambda c: (retrievers[c["retriever"]], datasets[c["dataset"]])):
+            if current is not None and cell["retriever"] != current:
+                release_models()  # the previous retriever's models, before this one's load
+            current = cell["retriever"]
+            if cell.get("cached"):
+                grid.progress.cell_done(cell["dataset"], cell["retriever"], True, 0.0)
+                continue
+            started = time.perf_counter()
+            self._run_job(by_id[cell["job"]], by_id, grid, outcomes, errors)
+            if cell["job"] in errors:
+                error, tb, message = errors[cell["job"]]
+                grid.progress.cell_failed(cell["dataset"], cell["retriever"], message)
+                ran.failures[(cell["dataset"], cell["retriever"])] = Failure(cell["dataset"], cell["retriever"], error,
+                                                                             tb)
+            else:
+                cached = bool(getattr(outcomes[cell["job"]], "cached", False))
+                if not cached:
+                    ran.computed.add((cell["dataset"], cell["retriever"]))
+                grid.progress.cell_done(cell["dataset"], cell["retriever"], cached, time.perf_counter() - started)
+        if current is not None:
+            release_models()
+        return ran
+
+    def _run_job(self, job: Job, by_id: dict[str, Job], grid: GridRun, outcomes: dict[str, Any],
+                 errors: dict[str, tuple[str, str, str]]) -> None:
+        """Run `job` after the jobs it needs (each at most once); a job that needs a failed one fails with its error."""
+        if job.id in outcomes or job.id in errors:
+            return
+        for dep in job.deps:
+            self._run_job(by_id[dep], by_id, grid, outcomes, errors)
+            if dep in errors:
+                errors[job.id] = errors[dep]
+                return
+        try:
+            outcomes[job.id] = job.task.run(grid.store, grid.topics)
+        except Exception as e:  # recorded and reported; the other cells still run
+            if grid.fail_fast:
+                raise
+            errors[job.id] = (f"{type(e).__name__}: {e}", traceback.format_exc(), str(e))
+
 
 class ClusterExecutor(Executor):
-    """An engine that runs the job graph out of this process (`dispatch`)."""
+    """An engine that runs the job graph out of this process, keeping the grid state in the output folder."""
+
+    def check(self, out: Path | None) -> None:
+        if out is None:
+            raise ExecutorError(f"the {self.name} executor needs an output folder (out=...): the grid's "
+                                f"state and job logs are kept there")
+
+    def run_grid(self, grid: GridRun) -> Ran:
+        self.check(grid.out)
+        return dispatch(grid, self)
 
     @abstractmethod
     def run_graph(self, jobs: list[Job], state: GridState, previous: dict[str, Any] | None) -> None:
@@ -277,18 +395,18 @@ def make(config: ExecutorConfig | str | None) -> Executor:
 # the submitting side
 
 
-def dispatch(spec: ExperimentSpec, store: Store, out: Path, executor: ClusterExecutor, resume: bool = False,
-             ) -> dict[tuple[str, str], Failure]:
-    """Submit every missing job of the grid to the executor and wait for all; returns the failed cells."""
+def dispatch(grid: GridRun, executor: ClusterExecutor) -> Ran:
+    """Submit every missing job of the grid to the executor and wait for all."""
+    spec, out = grid.spec, Path(grid.out or ".")
     out.mkdir(parents=True, exist_ok=True)
     previous = load_state(out)
-    if resume:
+    if grid.resume:
         if previous is None:
             raise ExecutorError(f"--resume: {out} holds no {STATE}; start the grid without --resume")
         if previous.get("experiment_hash") != spec_hash(spec):
             raise ExecutorError(f"--resume: the experiment changed since {out} was submitted "
                                 f"({previous.get('source')}); use another --out or run without --resume")
-    jobs, cells = build_graph(spec, store, executor.config, out)
+    jobs, cells = build_graph(spec, grid.store, executor.config, out, datasets=grid.topics)
     state = GridState(out, spec, executor.config, jobs, cells, previous)
     cached = sum(c["status"] == "cached" for c in state.data["cells"])
     log.info("%s executor: %d cells (%d cached), %d jobs to run (%s)", executor.name, len(cells), cached, len(jobs),
@@ -302,7 +420,8 @@ def dispatch(spec: ExperimentSpec, store: Store, out: Path, executor: ClusterExe
     failures = state.failures()
     for (dataset, retriever), f in failures.items():
         log.error("%s on %s FAILED: %s (%s)", retriever, dataset, f.error, f.traceback.splitlines()[0])
-    return failures
+    computed = {(c["dataset"], c["retriever"]) for c in state.data["cells"] if c["status"] == "done"}
+    return Ran(failures, computed)
 
 
-__all__ = ["ClusterExecutor", "Executor", "LocalExecutor", "RayExecutor", "SlurmExecutor", "dispatch", "make"]
+__all__ = ["ClusterExecutor", "Executor", "GridRun", "LocalExecutor", "Progress", "Ran", "RayExecutor", "SlurmExecutor", "dispatch", "make"]

@@ -1,48 +1,114 @@
 """The job graph of a grid: one index job per (index recipe, corpus) that an uncached cell needs, shared by every
 cell using it; a shardable dense index as several shard jobs and one merge job (`irgrid.cluster.sharding`); one
-job per uncached cell, after its index. Jobs are in dependency order and carry a picklable `Task`."""
+job per uncached cell, after its index. Jobs are in dependency order and carry a picklable task, one class per
+kind (`IndexTask`, `ShardTask`, `MergeTask`, `CellTask`), whose `run(store)` does the work wherever it runs."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from irgrid.core import settings
 from irgrid.core.hashing import config_hash
 from irgrid.core.settings import Settings
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from irgrid.cluster.config import ExecutorConfig
     from irgrid.core.gridcell import GridCell
     from irgrid.core.retrievers import IndexRecipe
     from irgrid.data.datasets import Dataset
+    from irgrid.runner.cell import Cell
     from irgrid.runner.experiment import ExperimentSpec
     from irgrid.store import Store
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Task:
-    """What a job needs to run anywhere: picklable (cloudpickle). The dataset carries its corpus entry, so a
-    local (bring-your-own) collection needs no catalog in the worker."""
+    """What a job needs to run anywhere, and its work (`run`): picklable (cloudpickle), one subclass per kind. The
+    dataset carries its corpus entry, so a local (bring-your-own) collection needs no catalog in the worker.
+    `settings` are applied where the job runs out of process (`irgrid.cluster.tasks.execute`)."""
 
+    kind: ClassVar[str]
     job_id: str
-    kind: str  # index | shard | merge | cell
     store_root: str
     out: str
     settings: Settings  # the submitter's (cache = the store's), with the environment libraries read
     dataset: Dataset
-    retriever: GridCell | None = None
-    recipe: IndexRecipe | None = None
     model_map: dict[str, str] = field(default_factory=dict)
+
+    def run(self, store: Store, topics: Mapping[str, pd.DataFrame] | None = None) -> Any:
+        """Do this job's work against `store` (the shared cache, under its locks). `topics`: the queries the grid
+        has read already, by dataset name, when the job runs in the grid's own process."""
+        raise NotImplementedError
+
+
+@dataclass(kw_only=True)
+class IndexTask(Task):
+    """Build an index recipe on the dataset's corpus (`irgrid.runner.cell.ensure_index`)."""
+
+    kind: ClassVar[str] = "index"
+    recipe: IndexRecipe
+
+    def run(self, store: Store, topics: Mapping[str, pd.DataFrame] | None = None) -> Path:
+        from irgrid.runner.cell import ensure_index
+
+        return ensure_index(self.recipe, self.dataset, store, self.model_map)
+
+
+@dataclass(kw_only=True)
+class ShardTask(Task):
+    """Encode documents [start, stop) of a shardable dense recipe (`irgrid.cluster.sharding`)."""
+
+    kind: ClassVar[str] = "shard"
+    recipe: IndexRecipe
+    span: tuple[int, int]
+
+    def run(self, store: Store, topics: Mapping[str, pd.DataFrame] | None = None) -> Path:
+        from irgrid.cluster import sharding
+        from irgrid.core import settings
+
+        return sharding.encode_shard(self.recipe, self.dataset, store, *self.span, self.model_map, settings.device())
+
+
+@dataclass(kw_only=True)
+class MergeTask(Task):
+    """Merge every shard of a recipe into its index, in corpus order."""
+
+    kind: ClassVar[str] = "merge"
+    recipe: IndexRecipe
+    ranges: list[tuple[int, int]]
+
+    def run(self, store: Store, topics: Mapping[str, pd.DataFrame] | None = None) -> Path:
+        from irgrid.cluster import sharding
+
+        return sharding.merge_shards(self.recipe, self.dataset, store, self.ranges)
+
+
+@dataclass(kw_only=True)
+class CellTask(Task):
+    """Compute (or find) one cell's run (`irgrid.runner.cell.run_cell`); its index was built by a job before."""
+
+    kind: ClassVar[str] = "cell"
+    retriever: GridCell
     latency_sample: int = 50
-    span: tuple[int, int] | None = None  # shard: documents [start, stop)
-    ranges: list[tuple[int, int]] = field(default_factory=list)  # merge: every shard's span
+
+    def run(self, store: Store, topics: Mapping[str, pd.DataFrame] | None = None) -> Cell:
+        from irgrid.runner.cell import run_cell
+
+        queries = (topics or {}).get(self.dataset.name)
+        queries = self.dataset.topics() if queries is None else queries
+        return run_cell(self.retriever, self.dataset, queries, store, self.model_map, self.latency_sample)
 
 
 @dataclass
 class Job:
+    """A task in the graph, with what executors need: its dependencies, a label, whether it runs a neural model."""
+
     id: str
     kind: str
     label: str
@@ -65,57 +131,74 @@ def spec_hash(spec: ExperimentSpec) -> str:
     return config_hash(spec.config())
 
 
-def build_graph(spec: ExperimentSpec, store: Store, config: ExecutorConfig, out: Path) -> tuple[list[Job], list[dict[str, Any]]]:
-    """Jobs for everything not in the cache, in dependency order, and one record per cell of the grid."""
+def build_graph(spec: ExperimentSpec, store: Store, config: ExecutorConfig, out: Path | None,
+                datasets: Collection[str] | None = None) -> tuple[list[Job], list[dict[str, Any]]]:
+    """Jobs for everything not in the cache, in dependency order, and one record per cell of the grid (in the
+    spec's order, dataset by dataset). `datasets`: only the cells of these (the grid leaves out a dataset whose
+    queries or qrels cannot be read). A stored run counts as cached once its file matches its recorded hash."""
     from irgrid.cluster import sharding
+    from irgrid.data.datasets import DatasetError
 
     mine = settings.current()
     job_settings = dataclasses.replace(mine, cache=Path(store.root), ir_datasets_home=mine.irds_home())
     jobs: dict[str, Job] = {}
     cells: list[dict[str, Any]] = []
-
-    def task(job_id: str, kind: str, dataset: Dataset, **kw: Any) -> Task:
-        return Task(job_id=job_id, kind=kind, store_root=str(store.root), out=str(out), settings=job_settings,
-                    dataset=dataset, model_map=dict(spec.models), latency_sample=spec.latency_sample, **kw)
+    common = {"store_root": str(store.root), "out": str(out or ""), "settings": job_settings,
+              "model_map": dict(spec.models)}
 
     for dataset in spec.datasets:
+        if datasets is not None and dataset.name not in datasets:
+            continue
         for retriever in spec.retrievers:
             retriever = retriever.for_dataset(dataset)  # the profile's per-dataset values: the cell's own key
             cid = cell_id(dataset, retriever)
-            record = {"dataset": dataset.name, "retriever": retriever.name, "job": cid,
-                      "run": str(store.run_path(retriever, dataset)), "meta": str(store.meta_path(retriever, dataset))}
+            record = {"dataset": dataset.name, "retriever": retriever.name, "job": cid, "run": "", "meta": ""}
             cells.append(record)
-            if store.has_run(retriever, dataset):
+            try:  # keys read the staged copy: a full cache disk fails here, and then in its cell job, recorded
+                record["run"], record["meta"] = (str(store.run_path(retriever, dataset)),
+                                                 str(store.meta_path(retriever, dataset)))
+                cached = store.has_run(retriever, dataset, full=True)
+                index_missing = retriever.index is not None and not store.index_ready(retriever.index, dataset)
+            except (OSError, DatasetError):
+                cached, index_missing = False, False
+            if cached:
                 record["cached"] = True
                 continue
             deps: list[str] = []
             recipe = retriever.index
-            if recipe is not None and not store.index_ready(recipe, dataset):
-                index_dir = store.index_dir(recipe, dataset)
-                iid = _safe(f"index--{index_dir.parent.name}--{index_dir.name}")
-                if iid not in jobs:
-                    neural = bool(recipe.all_models())
-                    ranges = [(0, 0)]
-                    if config.shards > 1 and sharding.shardable(recipe):
-                        ranges = sharding.shard_ranges(dataset.corpus_dataset().docs_count(), config.shards,
-                                                       sharding.chunk_size())
-                    if len(ranges) > 1:
-                        shard_ids = []
-                        for start, stop in ranges:
-                            sid = f"{iid}--docs-{start}-{stop}"
-                            shard_ids.append(sid)
-                            if sharding.shard_ready(store, recipe, dataset, start, stop):
-                                continue
-                            jobs[sid] = Job(sid, "shard", f"encode {recipe.name} docs {start}-{stop} of {dataset.corpus}",
-                                            [], task(sid, "shard", dataset, recipe=recipe, span=(start, stop)), True)
-                        jobs[iid] = Job(iid, "merge", f"merge {len(ranges)} shards of {recipe.name} on {dataset.corpus}",
-                                        [s for s in shard_ids if s in jobs],
-                                        task(iid, "merge", dataset, recipe=recipe, ranges=ranges), False)
-                    else:
-                        jobs[iid] = Job(iid, "index", f"index {recipe.name} of {dataset.corpus}", [],
-                                        task(iid, "index", dataset, recipe=recipe), neural)
-                deps.append(iid)
-            jobs[cid] = Job(cid, "cell", f"{retriever.name} on {dataset.name}", deps,
-                            task(cid, "cell", dataset, retriever=retriever), bool(retriever.all_models()),
-                            cells=[(dataset.name, retriever.name)])
+            if recipe is not None and index_missing:
+                deps.append(_index_jobs(jobs, recipe, dataset, store, config, common, sharding))
+            jobs[cid] = Job(cid, CellTask.kind, f"{retriever.name} on {dataset.name}", deps,
+                            CellTask(job_id=cid, dataset=dataset, retriever=retriever,
+                                     latency_sample=spec.latency_sample, **common),
+                            bool(retriever.all_models()), cells=[(dataset.name, retriever.name)])
     return list(jobs.values()), cells
+
+
+def _index_jobs(jobs: dict[str, Job], recipe: IndexRecipe, dataset: Dataset, store: Store, config: ExecutorConfig,
+                common: dict[str, Any], sharding: Any) -> str:
+    """The job that publishes this recipe's index of the dataset's corpus (one per recipe and corpus, shared by
+    every cell using it): one index job, or shard jobs and their merge. Returns its id."""
+    index_dir = store.index_dir(recipe, dataset)
+    iid = _safe(f"index--{index_dir.parent.name}--{index_dir.name}")
+    if iid in jobs:
+        return iid
+    ranges = [(0, 0)]
+    if config.shards > 1 and sharding.shardable(recipe):
+        ranges = sharding.shard_ranges(dataset.corpus_dataset().docs_count(), config.shards, sharding.chunk_size())
+    if len(ranges) == 1:
+        jobs[iid] = Job(iid, IndexTask.kind, f"index {recipe.name} of {dataset.corpus}", [],
+                        IndexTask(job_id=iid, dataset=dataset, recipe=recipe, **common), bool(recipe.all_models()))
+        return iid
+    shard_ids = []
+    for start, stop in ranges:
+        sid = f"{iid}--docs-{start}-{stop}"
+        shard_ids.append(sid)
+        if sharding.shard_ready(store, recipe, dataset, start, stop):
+            continue
+        jobs[sid] = Job(sid, ShardTask.kind, f"encode {recipe.name} docs {start}-{stop} of {dataset.corpus}", [],
+                        ShardTask(job_id=sid, dataset=dataset, recipe=recipe, span=(start, stop), **common), True)
+    jobs[iid] = Job(iid, MergeTask.kind, f"merge {len(ranges)} shards of {recipe.name} on {dataset.corpus}",
+                    [s for s in shard_ids if s in jobs], MergeTask(job_id=iid, dataset=dataset, recipe=recipe,
+                                                                   ranges=ranges, **common), False)
+    return iid

@@ -174,7 +174,7 @@ def status(out: str | Path) -> dict[str, Any]:
     for cell in data["cells"]:
         if cell["status"] == "cached":
             continue
-        if Path(cell["run"]).exists() and Path(cell["meta"]).exists():
+        if cell.get("run") and Path(cell["run"]).exists() and Path(cell["meta"]).exists():
             cell["status"] = "done"
             continue
         rec = data["jobs"].get(cell["job"], {})

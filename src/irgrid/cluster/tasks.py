@@ -1,5 +1,5 @@
-"""One job, run where the engine put it (a Ray worker, a Slurm job, a local process): its status file, its log,
-and the work of its kind (index, shard, merge, cell) against the shared cache (under its locks)."""
+"""One job, run out of process where the engine put it (a Ray worker, a Slurm job, a local process): its environment,
+status file and log around the work of its task (`Task.run`, against the shared cache under its locks)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from irgrid.cluster.config import ExecutorError
 from irgrid.cluster.graph import Task
 from irgrid.cluster.state import read_json
 from irgrid.core.files import write_text_atomic
@@ -48,7 +47,10 @@ def _execute(task: Task) -> dict[str, Any]:
     try:
         log.info("job %s (%s), attempt %d, on %s pid %d", task.job_id, task.kind, attempt, base["host"], base["pid"])
         write_text_atomic(status_path, json.dumps({**base, "status": "running"}, indent=2))
-        _run_task(task)
+        from irgrid.store import Store
+
+        task.run(Store(task.store_root))
+        log.info("job %s finished", task.job_id)
     except BaseException as e:
         tb = traceback.format_exc()
         log.error("job %s FAILED: %s: %s\n%s", task.job_id, type(e).__name__, e, tb)
@@ -62,28 +64,3 @@ def _execute(task: Task) -> dict[str, Any]:
     write_text_atomic(status_path, json.dumps({**base, "status": "done", "seconds": seconds,
                                                "finished": round(time.time(), 3)}, indent=2))
     return {"job": task.job_id, "seconds": seconds}
-
-
-def _run_task(task: Task) -> None:
-    from irgrid.cluster import sharding
-    from irgrid.core import settings
-    from irgrid.runner import cell as cell_mod
-    from irgrid.store import Store
-
-    store = Store(task.store_root)
-    if task.kind == "index":
-        assert task.recipe is not None
-        cell_mod.ensure_index(task.recipe, task.dataset, store, task.model_map)
-    elif task.kind == "shard":
-        assert task.recipe is not None and task.span is not None
-        sharding.encode_shard(task.recipe, task.dataset, store, *task.span, task.model_map, settings.device())
-    elif task.kind == "merge":
-        assert task.recipe is not None
-        sharding.merge_shards(task.recipe, task.dataset, store, task.ranges)
-    elif task.kind == "cell":
-        assert task.retriever is not None
-        cell = cell_mod.run_cell(task.retriever, task.dataset, task.dataset.topics(), store, task.model_map,
-                             task.latency_sample)
-        log.info("%s on %s: %s", task.retriever.name, task.dataset.name, "cached" if cell.cached else "computed")
-    else:
-        raise ExecutorError(f"unknown job kind {task.kind!r}")

@@ -361,14 +361,17 @@ def _checked(cell: Cell, topics: pd.DataFrame | None) -> Cell:
     return cell
 
 
-def load_cell(retriever: GridCell, dataset: Dataset, store: Store) -> Cell:
-    """A cell computed elsewhere (a cluster job): its stored run, or an error saying it is missing."""
+def load_cell(retriever: GridCell, dataset: Dataset, store: Store, topics: pd.DataFrame | None = None) -> Cell:
+    """A stored cell (the grid evaluates these, whichever job computed them): its run, checked against the
+    dataset's `topics` (read when not given), or an error saying it is missing."""
     retriever = retriever.for_dataset(dataset)
     loaded = store.load_run(retriever, dataset)
     if loaded is None:
-        raise CacheError(f"{retriever.name} on {dataset.name}: no stored run at {store.run_path(retriever, dataset)} "
-                         f"although its job reported success")
-    return _checked(Cell(retriever, dataset, loaded[0], loaded[1], cached=True), dataset.topics())
+        raise CacheError(f"{retriever.name} on {dataset.name}: no verified stored run at "
+                         f"{store.run_path(retriever, dataset)} although its job reported success (deleted or "
+                         f"changed since?); rerun the grid to compute it again")
+    topics = dataset.topics() if topics is None else topics
+    return _checked(Cell(retriever, dataset, loaded[0], loaded[1], cached=True), topics)
 
 
 @dataclass
