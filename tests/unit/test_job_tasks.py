@@ -65,6 +65,10 @@ def test_one_class_per_kind_each_picklable_with_its_own_fields(tmp_path):
 
 def test_execute_runs_any_task_kind_with_its_status_file_and_log(tmp_path, monkeypatch):
     monkeypatch.setenv("IRGRID_TEST_JOB", "0")  # restored afterwards: execute applies the job's environment
+    for name in _common(tmp_path)["settings"].environment():  # IR_DATASETS_HOME too: restored (or removed) after
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+        if not os.environ[name]:
+            monkeypatch.delenv(name)
     (tmp_path / "cache").mkdir()
     result = execute(TouchTask(job_id="touch-1", **_common(tmp_path)))
     assert result["job"] == "touch-1" and (tmp_path / "cache" / "touched").read_text() == "touch-1"
