@@ -43,7 +43,8 @@ def run_entry(name: str, docs: list[dict[str, str]], topics: pd.DataFrame, path:
                        docs_count=len(docs), device=device)
     recipe.build(ctx)
     artifact = recipe.open(path, recipe.params, models)
-    qctx = QueryContext(options=entry.options, models=resolve_models(entry.models), device=device)
+    qctx = QueryContext(options=entry.options, models=resolve_models(entry.models), device=device,
+                        encoder=entry.encoder)
     pipeline = qctx and entry.query(artifact, qctx)
     return pipeline.transform(topics), pipeline
 

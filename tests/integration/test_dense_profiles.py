@@ -190,7 +190,7 @@ def test_paper_profile_end_to_end(name, scifact_fielded, tmp_path, tiny):
     recipe.build(ctx)
     artifact = recipe.open(tmp_path, recipe.params, models)
     pipeline = entry.query(artifact, QueryContext(options=entry.options, models=resolve_models(entry.models),
-                                                  device="cpu"))
+                                                  device="cpu", encoder=entry.encoder))
     res = pipeline.transform(topics)
     assert set(res["qid"]) == set(topics["qid"]) and (res.groupby("qid").size() == len(docs)).all()
     assert res["score"].notna().all()
