@@ -557,7 +557,7 @@ def markdown(csv: Path, fit_csv: Path) -> str:
     import pandas as pd
 
     df, fits = pd.read_csv(csv), pd.read_csv(fit_csv)
-    from irgrid.core.markdown import markdown_table
+    from irgrid.util.markdown import markdown_table
 
     f = lambda v, fmt: "–" if pd.isna(v) else format(v, fmt)  # noqa: E731
     measured = [[r.backend, f"{r.docs:,}", f(r.build_s, ".1f"), f(r.docs_per_s, ",.0f"),

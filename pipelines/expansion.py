@@ -8,6 +8,7 @@ with their sources. Query-side generation is cached and its time counted in late
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -232,7 +233,8 @@ def hyde_query(index, ctx: QueryContext):
             >> ExactRetriever(index, num_results=int(ctx.options["num_results"]), device=ctx.device))
 
 
-def _hyde_encode_cls():
+@functools.cache
+def _hyde_encode_cls() -> type:
     import numpy as np
     import pandas as pd
     import pyterrier as pt

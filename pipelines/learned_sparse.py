@@ -146,7 +146,7 @@ def open_impact_pisa(path, params, models):
 def _quantized(index, num_results: int):
     """PISA's dot-product retrieval; its [info] lines (it writes the block-max data on first use) are silenced
     in the Python API as in the CLI."""
-    from irgrid.core.console import quiet_native
+    from irgrid.util.console import quiet_native
 
     with quiet_native(f"opening the PISA index {index.path}"):
         return index.quantized(num_results=num_results)

@@ -52,7 +52,7 @@ def open_lucene_pisa(path, params, models):
 def bm25_query(index, ctx: QueryContext):
     """BM25 with the entry's k1, b and num_results over a lexical index: the one implementation (docT5query and
     DeepCT delegate to it)."""
-    from irgrid.core.console import quiet_native
+    from irgrid.util.console import quiet_native
 
     o = ctx.options
     # PISA writes per-parameter files on first use with ~10 [info] lines: silenced in the Python API as in the CLI

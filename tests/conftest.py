@@ -1,4 +1,4 @@
-"""Test environment and tiers: staged data found through irgrid.core.settings, no hub, one writable ir_datasets home
+"""Test environment and tiers: staged data found through irgrid.util.settings, no hub, one writable ir_datasets home
 per session; markers by folder (`unit`, `integration`, `system`) and by cost (`slow`, `heavy`).
 
 Tiers (the folder a test lives in decides, and this file marks it):
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from irgrid.core import settings
+from irgrid.util import settings
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent

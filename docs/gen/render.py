@@ -18,7 +18,7 @@ from pathlib import Path
 
 import tomllib
 
-from irgrid.core import markdown as md
+from irgrid.util import markdown as md
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "irgrid"
@@ -171,10 +171,10 @@ def _schemas() -> dict[str, object]:
            "dataset item": experiment.DATASET_SCHEMA, "collection (bring your own)": byo.SCHEMA,
            "expected scores (`EXPERIMENT.expected.yaml`)": check.FILE, "expected cell": check.ENTRY,
            "cluster config (`--executor-config`)": ExecutorConfig.FILE}
-    with contextlib.suppress(ImportError):  # the QA runner needs pyterrier (the `qa` extra), not torch
-        from irgrid.qa import runner
+    with contextlib.suppress(ImportError):  # the QA grid needs pyterrier (the `qa` extra), not torch
+        from irgrid.qa import grid as qa_grid
 
-        out["QA experiment (`irgrid qa`)"] = runner.SCHEMA
+        out["QA experiment (`irgrid qa`)"] = qa_grid.SCHEMA
     return out
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from irgrid.core.errors import Error  # the base of every user-facing error (light: no side effects)
+from irgrid.util.errors import Error  # the base of every user-facing error (light: no side effects)
 
 __version__ = "0.1.0"
 
@@ -27,8 +27,8 @@ def run(experiment: Any, out: Any = None, *, extra: dict[str, Any] | None = None
     `extra` adds pipelines composed in Python as cells of the grid (same cache, runs, tests and reports), each
     under the cache key given in `keys` (e.g. `extra={"mine": pipeline}, keys={"mine": "my-v1"}`); a pipeline
     may also be a function dataset name -> transformer."""
-    from irgrid.core import settings
     from irgrid.grid import run as _run
+    from irgrid.util import settings
 
     settings.use_irds_home()  # on first use, never at import (importing irgrid changes no environment variable)
     if extra or keys:
@@ -55,14 +55,14 @@ def pipeline(entry: str | GridCell, dataset: Any = None, names: dict[str, Any] |
     and latency accounting; in `irgrid.run(..., extra={"x": it})` it is that item's cell, no key needed).
     `names` gives an expression the file's own `as:` names: `names={"casc": irgrid.pipeline("bm25 % 100 >> ...",
     ds), "k12": irgrid.retriever("bm25").with_options(k1=1.2)}`, then `irgrid.pipeline("casc % 10", ds, names)`."""
-    from irgrid.core import settings
     from irgrid.runner.build import python_pipeline
+    from irgrid.util import settings
 
     settings.use_irds_home()  # before names resolve (python_pipeline does it too: for an entry's .pipeline(ds))
 
     if isinstance(entry, str):
-        from irgrid.core.registry import UnknownNameError
         from irgrid.runner import expressions
+        from irgrid.util.registry import UnknownNameError
 
         named = {n: getattr(p, "expression", p) for n, p in (names or {}).items()}
         try:

@@ -37,8 +37,8 @@ def _shown(value) -> str:
 def cmd_profiles(entries, fmt: str, agreeing: bool = False) -> int:
     """Each entry's `paper` vs `card` settings where they differ (`agreeing`: all of them), side by side with their
     sources; per-dataset values as rows 'setting [dataset]'; where the paper's text differs from the code, a note."""
-    from irgrid.core.markdown import markdown_table
     from irgrid.core.profiles import differences, for_entry
+    from irgrid.util.markdown import markdown_table
 
     def profiles(r) -> dict:  # one entry shown alone: with the settings every paper profile shares (depth)
         if not agreeing or "paper" not in r.profiles:
@@ -179,7 +179,7 @@ def cmd_resolve(args) -> int:
 def cmd_run(args) -> int:
     import os
 
-    from irgrid.core import settings
+    from irgrid.util import settings
 
     settings.device()  # an accelerator asked for (IRGRID_DEVICE) is checked once, before any work
     settings.use_irds_home()  # the cache's own (--cache/irds) unless IR_DATASETS_HOME is set, as documented
@@ -290,11 +290,11 @@ def cmd_check(args) -> int:
 
 
 def cmd_qa_run(args) -> int:
-    """`irgrid qa run EXP.yaml`: the DisastQA reader x evidence-setting grid (irgrid.qa.runner)."""
+    """`irgrid qa run EXP.yaml`: the DisastQA reader x evidence-setting grid (irgrid.qa.grid)."""
     logging.getLogger("irgrid").setLevel(logging.INFO)
     from pathlib import Path
 
-    from irgrid.qa.runner import load, run
+    from irgrid.qa.grid import load, run
 
     spec = load(args.experiment)
     results = run(spec, out=args.out)
@@ -467,8 +467,8 @@ def _run_reporting_errors(args) -> int:
     import os
     import traceback
 
-    from irgrid.core import settings
-    from irgrid.core.errors import Error
+    from irgrid.util import settings
+    from irgrid.util.errors import Error
 
     def fail(message: str) -> int:
         if args.verbose:

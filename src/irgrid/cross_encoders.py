@@ -15,6 +15,7 @@ transformers' CrossEncoder loads without irgrid's strict checkpoint check). Chec
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,23 +36,16 @@ def reranker_query(artifact: Any, ctx: QueryContext, name: str, head: str | None
     return _scorer_class()(name, head, dict(ctx.options), ctx.models["model"], ctx.device)
 
 
+@functools.cache
 def _scorer_class() -> type:
-    global _CLASS
-    if _CLASS is None:
-        _CLASS = _define()
-    return _CLASS
-
-
-_CLASS: type | None = None
-
-
-def _define() -> type:
+    """The scorer class, defined on first use (irgrid's one lazy-class idiom: `functools.cache` over a function
+    that imports PyTerrier and defines the class), so importing the entries imports no torch or PyTerrier."""
     import numpy as np
     import pandas as pd
     import pyterrier as pt
 
-    from irgrid.core.memo import Memo
     from irgrid.models.devices import pick_device
+    from irgrid.util.memo import Memo
 
     class CrossEncoderScorer(pt.Transformer):
         def __init__(self, name: str, head: str | None, options: dict[str, Any], resolved: Any, device: str | None):

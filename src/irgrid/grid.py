@@ -20,8 +20,6 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from irgrid import measures as measures_mod
-from irgrid.core import settings
-from irgrid.core.files import write_text_atomic
 from irgrid.core.gridcell import GridCell
 from irgrid.data.datasets import Dataset, DatasetError, is_download_failure
 from irgrid.models import resolver as models_mod
@@ -30,6 +28,8 @@ from irgrid.runner.checks import beyond_depth, observed_depth, run_depth
 from irgrid.runner.experiment import ExperimentSpec
 from irgrid.runner.experiment import load as load_experiment
 from irgrid.store import Store
+from irgrid.util import settings
+from irgrid.util.files import write_text_atomic
 
 if TYPE_CHECKING:
     from irgrid.cluster.executors import Ran
@@ -136,8 +136,8 @@ def check_out(out: Path) -> None:
 @contextlib.contextmanager
 def _out_lock(out: Path):
     """One grid writes an output folder at a time (a second one is refused at once, naming the holder)."""
-    from irgrid.core import locks
     from irgrid.runner.outputs import OutputError
+    from irgrid.util import locks
 
     out.mkdir(parents=True, exist_ok=True)
     try:
@@ -350,7 +350,7 @@ def plan(spec: ExperimentSpec, store: Store) -> list[dict[str, Any]]:
     estimated time from throughputs measured earlier in this cache (indexing docs/s, ms/query)."""
     from tqdm.auto import tqdm
 
-    from irgrid.core.console import progress_stream
+    from irgrid.util.console import progress_stream
 
     index_rate, query_ms = _measured_throughputs(store)
     docs_ok: dict[str, tuple[bool, str]] = {}
@@ -432,7 +432,7 @@ def preflight(spec: ExperimentSpec, store: Store) -> None:
 
 
 def _copy_atomic(src: Path, dst: Path) -> None:
-    from irgrid.core.files import atomic_path
+    from irgrid.util.files import atomic_path
 
     with atomic_path(dst, suffix=".res.gz") as tmp:
         shutil.copyfile(src, tmp)

@@ -6,7 +6,7 @@ tests apply. `ir_measures.define()` does not fit: it hides the measure's paramet
 the wrapped measure of og:...) from the implementation, and its evaluator fills every *qrels* query id that got
 no value with a default, which is wrong for values keyed by base query.
 
-Query id conventions (set by the loaders in `irgrid.data.loaders`):
+Query id conventions (set by the loaders in `irgrid.data.formats`):
 * InstructIR: `<base>_<n>` is instruction variant n of query `<base>`; Robustness@k groups by `<base>`.
 * FollowIR: `<base>-og` / `<base>-changed` are one topic under its original / changed instruction; p-MRR,
   p-MRR-paper, og:<measure> and changed:<measure> report one value per `<base>`.
@@ -32,7 +32,7 @@ from ir_measures.measures.base import Measure, ParamInfo
 from ir_measures.providers import Evaluator, Provider
 
 from irgrid import paper
-from irgrid.core.errors import Error
+from irgrid.util.errors import Error
 
 INSTRUCTIR_SEP = "_"
 FOLLOWIR_OG, FOLLOWIR_CHANGED = "-og", "-changed"
@@ -303,7 +303,7 @@ def aggregates() -> dict[str, paper.Aggregate]:
 def aggregate(results: pd.DataFrame, names: Iterable[str] | str) -> pd.DataFrame:
     """The named aggregates as long-form rows, ready to `pd.concat` to the results. Every aggregate reads only
     its own datasets' rows, so rows of other aggregates in `results` do no harm."""
-    from irgrid.core.registry import UnknownNameError, did_you_mean
+    from irgrid.util.registry import UnknownNameError, did_you_mean
 
     known = aggregates()
     out = []

@@ -8,7 +8,7 @@ Keys hash the full configuration, never just a name, so a changed option can nev
 under a temporary name and renamed into place when complete.
 
 The cache may be shared by many concurrent jobs (a cluster on a shared filesystem): each artifact has a file
-lock (`irgrid.core.locks`) that its builder holds, so two jobs never build the same artifact at once, and every
+lock (`irgrid.util.locks`) that its builder holds, so two jobs never build the same artifact at once, and every
 artifact actually built is recorded as one line of `builds.log` (which job built what, and when). Every area
 follows the same pattern: a path method, the artifact's lock held by its one builder, publication by rename, and a
 manifest (sizes and sha256) that readers check: a folder's inside it (`irgrid-index.json`, `irgrid-area.json`),
@@ -31,13 +31,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from irgrid.core import locks, settings
-from irgrid.core.errors import Error
-from irgrid.core.files import atomic_dir, atomic_path, slug, write_text_atomic
 from irgrid.core.gridcell import GridCell
-from irgrid.core.hashing import config_hash, file_sha256
 from irgrid.core.retrievers import IndexRecipe
 from irgrid.data.datasets import Dataset, staged_fingerprint
+from irgrid.util import locks, settings
+from irgrid.util.errors import Error
+from irgrid.util.files import atomic_dir, atomic_path, slug, write_text_atomic
+from irgrid.util.hashing import config_hash, file_sha256
 
 RUN_FORMAT = 2  # bump when the stored run format or evaluation inputs change (2: verified runs)
 MARKER = "irgrid-index.json"

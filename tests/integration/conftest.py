@@ -1,4 +1,4 @@
-"""The integration tier: real code on the staged collections (found through irgrid.core.settings) with shipped or
+"""The integration tier: real code on the staged collections (found through irgrid.util.settings) with shipped or
 tiny weights. Without staged data every test here is skipped, with the setting to fix in the reason."""
 
 from __future__ import annotations

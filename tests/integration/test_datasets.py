@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from irgrid.core.registry import UnknownNameError
 from irgrid.data import datasets
+from irgrid.util.registry import UnknownNameError
 
 
 def test_scifact_test_golden():

@@ -85,7 +85,7 @@ def test_a_key_is_a_function_of_the_entry_not_of_the_environment(monkeypatch):
 def test_cache_keys_are_pinned_in_both_modes():
     """Golden keys: a change to any of these invalidates every cached index and run of the entry (resumability
     depends on them), so it must be a visible diff here, made on purpose."""
-    # the keys of 134274d, before the package had layers: the restructure kept them (core.hashing.cache_name)
+    # the keys of 134274d, before the package had layers: the restructure kept them (util.hashing.cache_name)
     golden = {("contriever", False): ("181b4edec733", "d180e8a3cd2f"), ("contriever", True): ("c62f5d6d9737", "10f81af3f4c6")}
     for (name, tiny), keys in golden.items():
         entry = get(name, tiny=tiny)

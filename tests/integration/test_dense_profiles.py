@@ -179,6 +179,7 @@ def scifact_fielded():
 @pytest.mark.parametrize("name", ["ance", "simcse", "dpr", "llm2vec", "nv-embed-v2", "colbertv2"])
 def test_paper_profile_end_to_end(name, scifact_fielded, tmp_path, tiny):
     from irgrid.core.retrievers import BuildContext, QueryContext
+    from irgrid.data.datasets import get as get_dataset
     from irgrid.runner.cell import resolve_models
 
     docs, fielded, topics, _ = scifact_fielded
@@ -194,3 +195,14 @@ def test_paper_profile_end_to_end(name, scifact_fielded, tmp_path, tiny):
     res = pipeline.transform(topics)
     assert set(res["qid"]) == set(topics["qid"]) and (res.groupby("qid").size() == len(docs)).all()
     assert res["score"].notna().all()
+    if name == "colbertv2":
+        return
+    # as a re-ranker (`.scorer(ds)`, no index: the candidates' texts encoded) it scores with the same profiled
+    # spec as its own retrieval: the same scores for the same documents
+    from irgrid.runner.expressions import dense_scorer, with_doc_text
+
+    scorer = dense_scorer(entry, resolve_models(entry.all_models()), "cpu", index=None)
+    scored = with_doc_text(scorer, get_dataset("beir/scifact/test")).transform(res[["qid", "query", "docno"]])
+    both = scored.merge(res, on=["qid", "docno"], suffixes=("", "_retrieved"))
+    assert len(both) == len(res)
+    np.testing.assert_allclose(both["score"], both["score_retrieved"], rtol=1e-4, atol=1e-4)

@@ -64,9 +64,9 @@ def test_expressions_are_timed_as_run_not_as_stored_stages(measured, shared_stor
 
 
 def test_figure1_says_where_its_latency_comes_from(measured, shared_store):
-    from irgrid.core.files import write_text_atomic
     from irgrid.report import figures, stored
     from irgrid.runner import latency
+    from irgrid.util.files import write_text_atomic
 
     _, out, timings, summary = measured
     again = out.parent / "again"  # the same grid again: every run now comes from the cache

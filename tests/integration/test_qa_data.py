@@ -71,7 +71,7 @@ def test_derived_collection_through_the_catalog():
     assert qrels.set_index("qid").loc["oe-0000", "docno"] == collection.docno(oe.iloc[0]["golden"])
     docs = list(ds.docs())
     assert len(docs) == 3675 and docs[0]["docno"].startswith("dq-")
-    from irgrid.qa.runner import subset
+    from irgrid.qa.grid import subset
 
     sub = subset(["mcq-0000", "oe-0000"], distractors=10, seed=1)
     assert sub.docs_count() == 12 and len(sub.topics()) == 2  # 2 golden passages (mix = golden here) + 10

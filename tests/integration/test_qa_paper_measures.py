@@ -183,12 +183,12 @@ def test_live_qa_scores_the_paper_convention_on_the_raw_output(tmp_path):
     """`irgrid qa` (live readers; here the replay reader, no generation): ROUGE-L-paper / BLEU-4-paper of each
     item are the authors' convention on the reader's raw output against the reference as released, while the
     standard pair scores the cleaned answer."""
-    from irgrid.qa import runner
+    from irgrid.qa import grid as qa_grid
 
-    spec = runner.from_dict({"readers": [{"replay": "gemma-7b"}], "settings": ["golden"],
+    spec = qa_grid.from_dict({"readers": [{"replay": "gemma-7b"}], "settings": ["golden"],
                              "tasks": {"oe": {"n": 4, "seed": 0}}, "collection": {"scope": "subset", "distractors": 3},
                              "measures": {"oe": ["ROUGE-L", "ROUGE-L-paper", "BLEU-4-paper"]}})
-    results = runner.run(spec, out=tmp_path)
+    results = qa_grid.run(spec, out=tmp_path)
     assert set(results.measure) == {"ROUGE-L", "ROUGE-L-paper", "BLEU-4-paper"}
     items = pd.read_csv(tmp_path / "items.csv")
     oe = data.oe().set_index("qid")

@@ -17,11 +17,11 @@ import cloudpickle
 from irgrid.cluster.config import ExecutorConfig
 from irgrid.cluster.graph import build_graph
 from irgrid.cluster.tasks import execute
-from irgrid.core import settings
-from irgrid.core.settings import Settings
 from irgrid.runner import cell as cell_mod
 from irgrid.runner.experiment import from_dict
 from irgrid.store import Store
+from irgrid.util import settings
+from irgrid.util.settings import Settings
 
 
 def test_a_job_runs_under_the_settings_its_task_carries(tmp_path, monkeypatch):

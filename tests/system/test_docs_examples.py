@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from irgrid.core import settings
+from irgrid.util import settings
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
@@ -78,7 +78,7 @@ def _validate(path: Path, kind: str) -> None:
 
         load_expected(path)
     elif kind == "qa":
-        from irgrid.qa.runner import load
+        from irgrid.qa.grid import load
 
         load(path)
     else:

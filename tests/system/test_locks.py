@@ -12,11 +12,11 @@ import time
 
 import pytest
 
-from irgrid.core import locks
+from irgrid.util import locks
 
 HOLD = """
 import sys, time
-from irgrid.core import locks
+from irgrid.util import locks
 with locks.hold(sys.argv[1], "test artifact"):
     print("held", flush=True)
     time.sleep(60)

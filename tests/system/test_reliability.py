@@ -241,8 +241,8 @@ def test_a_corrupted_copy_of_staged_data_is_recopied_never_keyed_as_the_right_da
 def test_staged_copy_deleted_or_edited_in_process_is_copied_again(tmp_path, staged, monkeypatch, caplog):
     """In one process (a notebook): the copy checked once, then re-hashed only when its size/mtime changes; a
     deleted cache home (deleted mid-run) is seeded again instead of ir_datasets trying to download."""
-    from irgrid.core import settings
     from irgrid.data import datasets
+    from irgrid.util import settings
 
     home = tmp_path / "irds"
     monkeypatch.setattr(settings, "irds_home", lambda: home)
@@ -478,7 +478,7 @@ def test_python_api_run_of_a_dict_and_bad_queries(slice_root, tmp_path, monkeypa
 
 
 def test_second_grid_on_the_same_out_is_refused_at_once(slice_root, tmp_path):
-    from irgrid.core import locks
+    from irgrid.util import locks
 
     root = _copy_slice(slice_root, tmp_path)
     out = tmp_path / "out"

@@ -13,8 +13,8 @@ from support import unit_tier_leaks
 
 @pytest.fixture(autouse=True)
 def _stays_a_unit_test(request, monkeypatch):
-    from irgrid.core import settings
     from irgrid.data import datasets
+    from irgrid.util import settings
 
     seeded: list[bool] = []
     real = datasets.ensure_irds_home

@@ -45,9 +45,9 @@ def test_bad_fusion_weights_and_huge_expressions(pipeline, expected):
 # -- issue 32: the Python door gets the YAML's checks -------------------------------------------------------------
 def test_python_api_options_names_and_keys_are_checked():
     import irgrid
-    from irgrid.core.registry import UnknownNameError
     from irgrid.core.retrievers import OptionValueError
     from irgrid.runner.expressions import ExpressionError
+    from irgrid.util.registry import UnknownNameError
 
     entry = irgrid.retriever("bm25-pisa")
     for options, expected in (({"k1": -1}, "option k1: -1 is outside"), ({"num_results": 0}, "num_results: 0"),

@@ -16,10 +16,10 @@ import pytest
 from support import BM25_PISA_K12, install_entry_package
 
 import irgrid
-from irgrid.core.registry import DuplicateNameError, Registry, RegistryError
 from irgrid.core.retrievers import RETRIEVERS, get
 from irgrid.models import tiny
 from irgrid.runner import expressions
+from irgrid.util.registry import DuplicateNameError, Registry, RegistryError
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -56,7 +56,7 @@ def test_irgrid_pipeline_points_ir_datasets_home(tmp_path):
 
 
 def test_a_users_ir_datasets_home_is_kept(tmp_path, monkeypatch):
-    from irgrid.core import settings
+    from irgrid.util import settings
 
     monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "mine"))
     assert settings.use_irds_home() == tmp_path / "mine" and os.environ["IR_DATASETS_HOME"] == str(tmp_path / "mine")

@@ -63,8 +63,8 @@ def _exception_classes() -> dict[str, bool]:
 
 def test_the_walk_finds_the_known_errors():
     found = _exception_classes()
-    for name in ("irgrid.data.errors.DatasetError", "irgrid.core.locks.LockTimeout", "irgrid.store.CacheError",
-                 "irgrid.data.loaders.InputError", "irgrid.core.registry.UnknownNameError"):
+    for name in ("irgrid.data.errors.DatasetError", "irgrid.util.locks.LockTimeout", "irgrid.store.CacheError",
+                 "irgrid.data.errors.InputError", "irgrid.util.registry.UnknownNameError"):
         assert name in found
     assert len(found) >= 25
 
@@ -88,9 +88,9 @@ def test_every_exception_class_derives_from_irgrid_error():
 
 def test_the_errors_keep_their_builtin_bases():
     """Narrower `except` clauses written before irgrid.Error existed still catch them."""
-    from irgrid.core.locks import LockTimeout
-    from irgrid.core.registry import UnknownNameError
-    from irgrid.data.loaders import InputError
+    from irgrid.data.errors import InputError
+    from irgrid.util.locks import LockTimeout
+    from irgrid.util.registry import UnknownNameError
 
     assert issubclass(LockTimeout, TimeoutError) and issubclass(UnknownNameError, KeyError)
     assert issubclass(InputError, ValueError) and issubclass(InputError, RuntimeError)

@@ -55,9 +55,9 @@ def test_a_failed_job_blocks_everything_downstream(tmp_path):
 
 
 def test_every_yaml_reader_refuses_duplicate_keys(tmp_path):
-    """cluster.yaml, expected-scores and QA experiment files are read like experiment files (irgrid.core.yamlsafe)."""
-    from irgrid.qa.runner import QAExperimentError
-    from irgrid.qa.runner import load as load_qa
+    """cluster.yaml, expected-scores and QA experiment files are read like experiment files (irgrid.util.yamlsafe)."""
+    from irgrid.qa.grid import QAExperimentError
+    from irgrid.qa.grid import load as load_qa
     from irgrid.report.check import CheckError, load_expected
 
     bad = tmp_path / "dup.yaml"

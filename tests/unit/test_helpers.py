@@ -7,11 +7,11 @@ import hashlib
 
 import pyterrier as pt
 
-from irgrid.core.files import slug
-from irgrid.core.hashing import file_sha256
-from irgrid.core.markdown import markdown_table
 from irgrid.runner.transforms import latency_accounting, stages
 from irgrid.store import file_digest
+from irgrid.util.files import slug
+from irgrid.util.hashing import file_sha256
+from irgrid.util.markdown import markdown_table
 
 
 def test_file_sha256_full_and_short_forms(tmp_path):

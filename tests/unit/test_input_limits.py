@@ -94,8 +94,8 @@ def test_trec_topics_cut_mid_topic_are_refused_with_the_line(tmp_path):
 
 
 def test_title_only_trec_topics_are_read(tmp_path, caplog):
-    from irgrid.core.hashing import file_sha256
-    from irgrid.data import byo, loaders
+    from irgrid.data import byo, formats
+    from irgrid.util.hashing import file_sha256
 
     with pytest.raises(ExperimentError, match="no <num>"):  # the files in place (the collection is refused)
         _trec_collection(tmp_path, "<top>\n<title> x\n</top>\n", "trec-title-only")
@@ -108,7 +108,7 @@ def test_title_only_trec_topics_are_read(tmp_path, caplog):
     with pytest.raises(byo.CollectionError, match=r"1 of 3 query ids judged in .*qrels.txt are not in .*topics.trec"):
         byo._validate(paths, "tsv", "trec", hashes, "collections[0]")  # qrels judge query 3, the topics stop at 2
     byo._validate(paths, "tsv", "trec", hashes, "collections[0]", allow_unjudged_qrels=True)
-    topics = list(loaders.VerifiedTrecQueries(data / "topics.trec", None).queries_iter())
+    topics = list(formats.VerifiedTrecQueries(data / "topics.trec", None).queries_iter())
     assert [(q.query_id, q.title, q.description) for q in topics] == [("1", "query 1", ""), ("2", "query 2", "")]
     assert "1 of 3 query ids judged in" in caplog.text and "ignored (allow_unjudged_qrels: true)" in caplog.text
 
@@ -128,7 +128,7 @@ def test_a_big_experiment_is_read_with_libyaml_and_stays_strict(tmp_path):
     where PyYAML has it, with aliases and repeated keys still refused."""
     import yaml
 
-    from irgrid.core import yamlsafe
+    from irgrid.util import yamlsafe
 
     assert (yamlsafe._FastLoader is not None) == bool(yaml.__with_libyaml__)
     path = tmp_path / "many.yaml"

@@ -35,7 +35,7 @@ class TouchTask(Task):
 
 
 def _common(tmp_path: Path) -> dict:
-    from irgrid.core.settings import Settings
+    from irgrid.util.settings import Settings
 
     settings = Settings(cache=tmp_path / "cache", passthrough=(("IRGRID_TEST_JOB", "1"),))
     return {"store_root": str(tmp_path / "cache"), "out": str(tmp_path / "out"), "settings": settings,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from irgrid.core import locks
+from irgrid.util import locks
 
 
 def test_store_lock_files_stay_out_of_the_artifact_folders(tmp_path):

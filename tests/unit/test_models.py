@@ -120,8 +120,8 @@ def test_model_cache_evicts_the_least_recently_used_before_loading_and_drops_it(
 
 
 def test_model_cache_bound_is_a_setting(monkeypatch):
-    from irgrid.core import settings
     from irgrid.models.cache import ModelCache
+    from irgrid.util import settings
 
     monkeypatch.delenv("IRGRID_MAX_MODELS", raising=False)
     assert settings.max_models() == 3
@@ -158,8 +158,8 @@ def test_cached_loader_keys_by_arguments_and_a_failed_load_is_not_kept():
 
 
 def test_pick_device_follows_the_argument_then_the_setting(monkeypatch):
-    from irgrid.core.settings import SettingsError
     from irgrid.models.devices import pick_device
+    from irgrid.util.settings import SettingsError
 
     monkeypatch.setenv("IRGRID_DEVICE", "cpu")
     assert pick_device(None) == "cpu" and pick_device("cuda:1") == "cuda:1"
@@ -181,8 +181,8 @@ def test_mapping_to_an_empty_or_non_model_folder_is_refused_before_any_cell(tmp_
 def test_cuda_asked_for_where_there_is_none_names_the_setting(monkeypatch):
     import torch
 
-    from irgrid.core import settings
-    from irgrid.core.settings import SettingsError
+    from irgrid.util import settings
+    from irgrid.util.settings import SettingsError
 
     monkeypatch.setattr(settings, "_DEVICES", {})
     monkeypatch.setenv("IRGRID_DEVICE", "cuda:7" if torch.cuda.is_available() else "cuda")

@@ -94,10 +94,10 @@ def test_walker_sees_both_forms(tmp_path):
     a module's own private names, dunders and non-irgrid privates are not."""
     path = tmp_path / "probe.py"
     path.write_text("import os\nimport irgrid.store\nfrom irgrid.runner import cell as c\n"
-                    "from irgrid.core.hashing import _x\nfrom ..core import _y\nfrom irgrid import __version__\n"
+                    "from irgrid.util.hashing import _x\nfrom ..core import _y\nfrom irgrid import __version__\n"
                     "c._disk_note()\nirgrid.store._z\nos._exit\n_mine = 1\n")
     assert violations("irgrid.report.probe", path) == [
-        (4, "irgrid.core.hashing._x"), (5, "irgrid.core._y"), (7, "irgrid.runner.cell._disk_note"),
+        (4, "irgrid.util.hashing._x"), (5, "irgrid.core._y"), (7, "irgrid.runner.cell._disk_note"),
         (8, "irgrid.store._z")]
 
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from irgrid.core.hashing import config_hash
-from irgrid.core.registry import DuplicateNameError, Registry, UnknownNameError
 from irgrid.core.retrievers import FAMILIES, RETRIEVERS, Retriever, get
+from irgrid.util.hashing import config_hash
+from irgrid.util.registry import DuplicateNameError, Registry, UnknownNameError
 
 ENTRIES = list(RETRIEVERS)
 

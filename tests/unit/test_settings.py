@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from irgrid.core import settings
-from irgrid.core.settings import Settings, SettingsError
+from irgrid.util import settings
+from irgrid.util.settings import Settings, SettingsError
 
 
 def test_from_env_reads_every_setting_and_flags_win(tmp_path):

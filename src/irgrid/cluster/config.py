@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from irgrid.core.errors import Error
 from irgrid.core.schema import NUMBER, Key, Schema
-from irgrid.core.yamlsafe import read_yaml
+from irgrid.util.errors import Error
+from irgrid.util.yamlsafe import read_yaml
 
 EXECUTORS = ("local", "ray", "slurm")
 

@@ -15,7 +15,7 @@ stored runs in one step (`irgrid.grid`), whichever executor computed them.
 
 Ray and Slurm submit the graph and wait for it, keeping the grid state (`irgrid.cluster.state`) in the output
 folder; each job runs `irgrid.cluster.tasks.execute` and writes only to the shared cache, under its locks
-(`irgrid.core.locks`). `irgrid run --resume` submits only what is missing.
+(`irgrid.util.locks`). `irgrid run --resume` submits only what is missing.
 """
 
 from __future__ import annotations

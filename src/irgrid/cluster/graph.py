@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from irgrid.core import settings
-from irgrid.core.hashing import config_hash
-from irgrid.core.settings import Settings
+from irgrid.util import settings
+from irgrid.util.hashing import config_hash
+from irgrid.util.settings import Settings
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -70,7 +70,7 @@ class ShardTask(Task):
 
     def run(self, store: Store, topics: Mapping[str, pd.DataFrame] | None = None) -> Path:
         from irgrid.cluster import sharding
-        from irgrid.core import settings
+        from irgrid.util import settings
 
         return sharding.encode_shard(self.recipe, self.dataset, store, *self.span, self.model_map, settings.device())
 

@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from irgrid.core.errors import Error
-from irgrid.core.files import atomic_dir
 from irgrid.core.retrievers import IndexRecipe
 from irgrid.data.datasets import Dataset
 from irgrid.store import Store
+from irgrid.util.errors import Error
+from irgrid.util.files import atomic_dir
 
 log = logging.getLogger("irgrid")
 

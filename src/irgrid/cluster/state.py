@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from irgrid.cluster.config import ExecutorError
 from irgrid.cluster.graph import spec_hash
-from irgrid.core.files import write_text_atomic
+from irgrid.util.files import write_text_atomic
 
 if TYPE_CHECKING:
     from irgrid.cluster.config import ExecutorConfig

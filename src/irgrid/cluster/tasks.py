@@ -14,7 +14,7 @@ from typing import Any
 
 from irgrid.cluster.graph import Task
 from irgrid.cluster.state import read_json
-from irgrid.core.files import write_text_atomic
+from irgrid.util.files import write_text_atomic
 
 log = logging.getLogger("irgrid")
 
@@ -22,7 +22,7 @@ log = logging.getLogger("irgrid")
 def execute(task: Task, *dependencies: Any) -> dict[str, Any]:
     """Run one job, under the settings it was submitted with. `dependencies` are the results of the jobs it waited
     for (Ray passes them; unused)."""
-    from irgrid.core import settings
+    from irgrid.util import settings
 
     os.environ.update(task.settings.environment())  # read by ir_datasets, Hugging Face, Java themselves
     with settings.using(task.settings):

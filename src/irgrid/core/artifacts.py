@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import ParseResult, unquote, urlparse
 
-from irgrid.core.errors import Error
+from irgrid.util.errors import Error
 
 INDEX_MARKER = "irgrid-index.json"  # = irgrid.store.MARKER (the store sits above core; a test checks they agree)
 
@@ -111,7 +111,7 @@ def file_url_resolver(parsed: ParseResult) -> str:
     import pyterrier as pt
     from lz4.frame import LZ4FrameFile
 
-    from irgrid.core.hashing import file_sha256
+    from irgrid.util.hashing import file_sha256
 
     path = Path(unquote(parsed.path))
     if path.is_dir():

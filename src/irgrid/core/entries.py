@@ -20,7 +20,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from irgrid.core.errors import Error
+from irgrid.util.errors import Error
 
 GROUP = "irgrid.entries"
 # irgrid's own entries: imported first, even where the installed metadata predates the entry point (a source
@@ -79,7 +79,7 @@ def load() -> None:
 
 
 def _load_third_party(pkg: EntryPackage) -> None:
-    from irgrid.core.registry import DuplicateNameError
+    from irgrid.util.registry import DuplicateNameError
 
     try:
         pkg.entry_point.load()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from irgrid.core.errors import Error
+from irgrid.util.errors import Error
 
 if TYPE_CHECKING:
     from irgrid.core.modelref import ModelRef
@@ -73,9 +73,10 @@ class GridCell(Protocol):
     def for_dataset(self, dataset: Any) -> GridCell:
         """This cell as it runs on `dataset` (a profile's per-dataset values applied: its key follows them)."""
 
-    def build(self, dataset: Any, store: Any, model_map: Mapping[str, str] | None = None) -> Any:
+    def build(self, dataset: Any, store: Any, model_map: Mapping[str, str] | None = None, live: bool = False) -> Any:
         """The PyTerrier transformer it runs on `dataset`, artifacts built or reused in `store`. The Python door is
-        `irgrid.pipeline(cell, dataset)` (irgrid.runner.cell.build_pipeline), which calls this."""
+        `irgrid.pipeline(cell, dataset)` (irgrid.runner.cell.build_pipeline), which calls this. `live` (the latency
+        pass): every stage runs as it would uncached, none reads a stored run (cells that read none ignore it)."""
 
 
 class CellNameError(Error, ValueError):

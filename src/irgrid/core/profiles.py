@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irgrid.core.enums import NameEnum
-from irgrid.core.errors import Error
+from irgrid.util.errors import Error
 
 
 class ProfileName(NameEnum):
@@ -72,7 +72,7 @@ class ProfileError(Error, ValueError):
 def check_name(name: str, where: str = "") -> str:
     """A profile name from user input: one of PROFILES, with a hint otherwise."""
     if name not in PROFILES:
-        from irgrid.core.registry import did_you_mean
+        from irgrid.util.registry import did_you_mean
 
         raise ProfileError(f"{where}unknown profile {name!r}.{did_you_mean(str(name), list(PROFILES))} "
                            f"Profiles: {', '.join(PROFILES)}")

@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from irgrid.core.enums import NameEnum
-from irgrid.core.errors import Error
 from irgrid.core.gridcell import check_cell_name
-from irgrid.core.hashing import canonical, config_hash
 from irgrid.core.modelref import ModelRef, Resolved
 from irgrid.core.profiles import ProfileError, Setting, check_name, dataset_values, for_entry
 from irgrid.core.profiles import matches as profile_matches
 from irgrid.core.profiles import values as profile_values
-from irgrid.core.registry import Registry
+from irgrid.util.errors import Error
+from irgrid.util.hashing import canonical, config_hash
+from irgrid.util.registry import Registry
 
 if TYPE_CHECKING:
     import pyterrier as pt
@@ -337,33 +337,34 @@ class Retriever:
         values = self.dataset_options(dataset)
         return dataclasses.replace(self.with_options(**values), dataset_applied=values) if values else self
 
-    def build(self, dataset: Any, store: Any, model_map: Mapping[str, str] | None = None) -> pt.Transformer:
+    def build(self, dataset: Any, store: Any, model_map: Mapping[str, str] | None = None,
+              live: bool = False) -> pt.Transformer:
         """GridCell: its query pipeline on `dataset` (a Dataset), its index built or reused in `store`, the
         dataset's policies applied (irgrid.runner.build.build_entry)."""
-        return _runner().build_entry(self, dataset, store, model_map)
+        return _builder().build_entry(self, dataset, store, model_map)
 
     # The roles an entry hands out, as PyTerrier artifacts hand out transformers, all built by the runner.
     def pipeline(self, dataset: Any = None, **kwargs: Any) -> pt.Transformer:
         """Build this retriever for a dataset (indexing it first if needed): for scripts and notebooks. The same
         call as `irgrid.pipeline(entry, dataset, **kwargs)`, the one builder (irgrid.runner.build.python_pipeline)."""
-        return _runner().python_pipeline(self, dataset, **kwargs)
+        return _builder().python_pipeline(self, dataset, **kwargs)
 
     def retriever(self, dataset: Any = None, **kwargs: Any) -> pt.Transformer:
         """The first-stage retriever (same as `pipeline`). Given a result frame (a `docno` column) it re-ranks
         exactly those candidates when the entry can score them, and raises otherwise: it never retrieves anew."""
-        return _runner().python_pipeline(self, dataset, **kwargs)
+        return _builder().python_pipeline(self, dataset, **kwargs)
 
     def scorer(self, dataset: Any = None, **kwargs: Any) -> pt.Transformer:
         """A transformer that re-scores the candidates it receives (`bm25 % 100 >> dense.scorer(ds)`), as on the
         right of `>>` in an experiment's pipeline expression; an error for entries that cannot score."""
-        return _runner().scorer_role(self, dataset, **kwargs)
+        return _builder().scorer_role(self, dataset, **kwargs)
 
     def indexer(self, dataset: Any = None, **kwargs: Any) -> Any:
         """An indexer whose `index()` builds (or reuses) this entry's index of the dataset's corpus in the cache."""
-        return _runner().indexer_role(self, dataset, **kwargs)
+        return _builder().indexer_role(self, dataset, **kwargs)
 
 
-def _runner() -> Any:
+def _builder() -> Any:
     """irgrid.runner.build, which builds entries: a layer above this one. The declarative layer's one upward
     import, lazy (entries stay data; `irgrid list` imports no runner) and declared in the import contract
     (pyproject.toml, `ignore_imports`)."""
@@ -435,7 +436,7 @@ def _load_entries() -> None:
     entries.load()
 
 
-RETRIEVERS: Registry[Retriever] = Registry("retriever", loader=_load_entries)
+RETRIEVERS: Registry[Retriever] = Registry("retriever", populate=_load_entries)
 
 
 def register(entry: Retriever) -> Retriever:
@@ -449,9 +450,9 @@ def register_lazy(name: str, make: Callable[[], Retriever]) -> None:
 
 
 def get(name: str, tiny: bool | None = None) -> Retriever:
-    """A registered entry; with `tiny` (default: tiny-model mode, `irgrid.core.settings.tiny_models()`, read
+    """A registered entry; with `tiny` (default: tiny-model mode, `irgrid.util.settings.tiny_models()`, read
     here and nowhere else) its checkpoints are tiny stand-ins, which its keys then say."""
-    from irgrid.core import settings
+    from irgrid.util import settings
 
     entry = RETRIEVERS.get(name)
     return entry.with_tiny_models() if (settings.tiny_models() if tiny is None else tiny) else entry

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from irgrid.core.errors import Error
-from irgrid.core.registry import did_you_mean
+from irgrid.util.errors import Error
+from irgrid.util.registry import did_you_mean
 
 NUMBER = (int, float)  # a YAML number (booleans are refused wherever a number or whole number is asked for)
 

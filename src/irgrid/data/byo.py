@@ -25,10 +25,10 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from irgrid.core.errors import Error
-from irgrid.core.hashing import file_sha256
 from irgrid.core.schema import Key, Schema
 from irgrid.data import datasets as ds_mod
+from irgrid.util.errors import Error
+from irgrid.util.hashing import file_sha256
 
 SCHEMA = Schema({
     "name": Key(required=True), "docs": Key(required=True), "topics": Key(required=True),
@@ -76,23 +76,24 @@ def _validate(paths: dict[str, Path], docs_format: str, topics_format: str, hash
     against other queries' judgements. Qrels that match no document are warned about."""
     import logging
 
-    from irgrid.data import loaders
+    from irgrid.data import formats
+    from irgrid.data.errors import InputError
 
     log = logging.getLogger("irgrid")
     try:
         if paths["docs"].stat().st_size == 0:
-            raise loaders.InputError(f"{paths['docs']}: the docs file is empty (0 bytes)")
+            raise InputError(f"{paths['docs']}: the docs file is empty (0 bytes)")
         if topics_format == "tsv":
-            qids = {q for q, _ in loaders.read_tsv_topics(paths["topics"])}
+            qids = {q for q, _ in formats.read_tsv_topics(paths["topics"])}
         else:
-            qids = {q.query_id for q in loaders.VerifiedTrecQueries(paths["topics"], hashes["topics"]).queries_iter()}
+            qids = {q.query_id for q in formats.VerifiedTrecQueries(paths["topics"], hashes["topics"]).queries_iter()}
             if not qids:
-                raise loaders.InputError(f"{paths['topics']}: no topics found (expected <top><num>...<title>...)")
-        qrels = loaders.read_trec_qrels(paths["qrels"])
+                raise InputError(f"{paths['topics']}: no topics found (expected <top><num>...<title>...)")
+        qrels = formats.read_trec_qrels(paths["qrels"])
         docnos = None
         if paths["docs"].stat().st_size <= SCAN_DOCS_BYTES:
-            docnos = {d.doc_id for d in loaders.VerifiedDocs(paths["docs"], docs_format, hashes["docs"]).docs_iter()}
-    except (loaders.InputError, ValueError) as e:
+            docnos = {d.doc_id for d in formats.VerifiedDocs(paths["docs"], docs_format, hashes["docs"]).docs_iter()}
+    except (InputError, ValueError) as e:
         raise CollectionError(f"{where}: {e}") from None
     judged = {q for q, _, _ in qrels}
     if not judged & qids:
@@ -148,20 +149,20 @@ def build(item: Any, base: Path, where: str) -> ds_mod.Dataset:
     _validate(paths, docs_format, topics_format, hashes, where, bool(item.get("allow_unjudged_qrels", False)))
     corpus = f"{name}@{hashes['docs'][:12]}"
 
-    def loader() -> Any:
-        from irgrid.data import loaders
+    def irds_factory() -> Any:
+        from irgrid.data import formats
 
-        return loaders.local_collection(paths["docs"], docs_format, paths["topics"], topics_format, paths["qrels"],
+        return formats.local_collection(paths["docs"], docs_format, paths["topics"], topics_format, paths["qrels"],
                                         hashes=hashes)
 
-    loader.__qualname__ = f"byo_loader_{name}"
+    irds_factory.__qualname__ = f"byo_loader_{name}"
     query_field = item.get("query_field") or ("text" if topics_format == "tsv" else "title")
     dataset = ds_mod.Dataset(
         name, corpus=corpus, fields=fields, query_field=str(query_field),
         drop_self_matches=bool(item.get("drop_self_matches", False)), measures=measures, group="byo",
-        loader=loader, files=tuple(sorted(hashes.items())), notes=str(item.get("notes") or f"local files: {base}"),
+        irds_factory=irds_factory, files=tuple(sorted(hashes.items())), notes=str(item.get("notes") or f"local files: {base}"),
     )
-    corpus_entry = ds_mod.Dataset(corpus, corpus=corpus, fields=fields, group="byo", loader=loader,
+    corpus_entry = ds_mod.Dataset(corpus, corpus=corpus, fields=fields, group="byo", irds_factory=irds_factory,
                                   files=(("docs", hashes["docs"]),), notes=f"documents of {name}")
     for entry in (dataset, corpus_entry):
         if entry.name in ds_mod.DATASETS:
@@ -176,6 +177,6 @@ def build(item: Any, base: Path, where: str) -> ds_mod.Dataset:
         ds_mod.ensure_irds_home()
         import ir_datasets
 
-        if entry.name in ir_datasets.registry and not ds_mod.registered_from_loader(entry.name):
+        if entry.name in ir_datasets.registry and not ds_mod.registered_by_irgrid(entry.name):
             raise CollectionError(f"{where}: {entry.name!r} is an ir_datasets id; give the collection another name")
     return dataclasses.replace(dataset, corpus_entry=corpus_entry)

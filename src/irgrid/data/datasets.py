@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from irgrid import paper
-from irgrid.core import settings
 from irgrid.core.enums import NameEnum
-from irgrid.core.files import slug
-from irgrid.core.hashing import file_sha256
-from irgrid.core.registry import Registry, UnknownNameError, did_you_mean
 from irgrid.core.schema import SchemaError
 from irgrid.data import disastqa_ir
 from irgrid.data.errors import DatasetError
+from irgrid.util import settings
+from irgrid.util.files import slug
+from irgrid.util.hashing import file_sha256
+from irgrid.util.registry import Registry, UnknownNameError, did_you_mean
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -82,7 +82,7 @@ class Dataset:
     query_template: str | None = None
     counts: Counts = Counts()
     # builds the ir_datasets Dataset for ids ir_datasets does not ship (InstructIR, FollowIR, local files)
-    loader: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
+    irds_factory: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
     files: tuple[tuple[str, str], ...] = ()  # (role, sha256) of local files: their content keys the caches
     sample: tuple[int, int] | None = None  # (n, seed): a fixed random subset of the queries (CI-sized checks)
     # the corpus's own entry when it is not in the catalog (a bring-your-own collection carries it: no registration)
@@ -151,7 +151,7 @@ class Dataset:
         return topics.sample(n=n, random_state=seed).sort_index().reset_index(drop=True)
 
     def irds(self):
-        """The ir_datasets Dataset (registered first when irgrid provides the loader)."""
+        """The ir_datasets Dataset (registered first when irgrid provides its `irds_factory`)."""
         return irds_load(self)
 
     def pt_dataset(self):
@@ -204,17 +204,17 @@ class Dataset:
     def docs_available(self) -> tuple[bool, str]:
         """Whether the documents are on this machine, without downloading anything (for grid plans).
 
-        ir_datasets has no uniform "is it downloaded?" query, so: a local loader's files, a handler's
+        ir_datasets has no uniform "is it downloaded?" query, so: a local dataset's files, a handler's
         `docs_path`, else any non-empty file under the corpus's folder of the ir_datasets home.
         """
         corpus = self.corpus_dataset()
         try:
             ds = irds_load(corpus)
-        except Exception as e:  # a loader whose staged files are missing says so when built
+        except Exception as e:  # a factory whose staged files are missing says so when built
             return False, str(e)
         if not ds.has_docs():
             return False, f"{corpus.irds_id} has no documents in ir_datasets"
-        if corpus.files or corpus.loader is not None:  # local files: reading one document is cheap and safe
+        if corpus.files or corpus.irds_factory is not None:  # local files: reading one document is cheap and safe
             try:
                 next(iter(ds.docs_iter()), None)
                 return True, ""
@@ -249,7 +249,7 @@ class Dataset:
         try:
             it = iter(ds.docs_iter())
             first = next(it, None)
-        except DatasetError:  # irgrid's own loaders say exactly which file is missing
+        except DatasetError:  # irgrid's own readers say exactly which file is missing
             raise
         except (OSError, RuntimeError) as e:  # a download attempt on a machine that cannot reach the source
             if not is_download_failure(e):
@@ -330,7 +330,7 @@ for _name, _q in zip(LOTTE_PAPER, (3_869, 10_025)):
                      counts=_a2(_q, 2_819_103)))
 
 
-# -- Instruction following (paper 3.2.4-5): not in ir_datasets; loaders read staged files -------------------------
+# -- Instruction following (paper 3.2.4-5): not in ir_datasets; irgrid's readers of staged files -------------------------
 def _staged(*parts: str) -> Path:
     root = settings.shared_root()
     if root is None:
@@ -341,16 +341,16 @@ def _staged(*parts: str) -> Path:
     return root.joinpath("datasets", *parts)
 
 
-def _instructir_loader() -> Any:
-    from irgrid.data import loaders
+def _instructir_irds() -> Any:
+    from irgrid.data import formats
 
-    return loaders.instructir(_staged("instructir", "INSTRUCTIR"))
+    return formats.instructir(_staged("instructir", "INSTRUCTIR"))
 
 
 register(Dataset(
     paper.INSTRUCTIR, corpus="instructir", fields=("title", "text"), query_fields=("instruction", "text"),
     query_template=paper.INSTRUCTIR_QUERY_TEMPLATE, measures=paper.dataset_measures()[paper.INSTRUCTIR],
-    group="instructir", loader=_instructir_loader, counts=Counts(9_906, 16_072, 9_906, source="Table A.2"),
+    group="instructir", irds_factory=_instructir_irds, counts=Counts(9_906, 16_072, 9_906, source="Table A.2"),
     notes="'<instruction> [SEP] <query>' as the benchmark's queries.jsonl (kaistAI/InstructIR); qid <base>_<n> "
           "(n-th instruction of MS MARCO query <base>); corpus not staged",
 ))
@@ -359,11 +359,11 @@ FOLLOWIR_PAPER: dict[str, str] = {  # dataset -> the measure the paper's Score t
     d: paper.dataset_measures()[d][0] for d in paper.FOLLOWIR.values()}
 
 
-def _followir_loader(split: str) -> Callable[[], Any]:
+def _followir_irds(split: str) -> Callable[[], Any]:
     def load() -> Any:
-        from irgrid.data import loaders
+        from irgrid.data import formats
 
-        return loaders.followir(_staged("followir", split), split)
+        return formats.followir(_staged("followir", split), split)
 
     load.__qualname__ = f"followir_loader_{split}"
     return load
@@ -373,7 +373,7 @@ for (_name, _measure), (_q, _d) in zip(FOLLOWIR_PAPER.items(), ((52, 47_500), (3
     register(Dataset(
         _name, corpus=_name, query_fields=paper.FOLLOWIR_QUERY_FIELDS, measures=paper.dataset_measures()[_name],
         group="followir",
-        loader=_followir_loader(_name.split("/")[1]), counts=Counts(_q, _d, source="Table A.2 (base queries)"),
+        irds_factory=_followir_irds(_name.split("/")[1]), counts=Counts(_q, _d, source="Table A.2 (base queries)"),
         notes="query + instruction; qids <base>-og / <base>-changed (each base query twice); changed:/og: = the "
               "paper's / FollowIR's Score measures, p-MRR-paper / p-MRR = the paper's / MTEB's; not staged",
     ))
@@ -621,14 +621,14 @@ def catalog() -> list[Dataset]:
     return list(DATASETS)
 
 
-# ir_datasets ids that irgrid registered from its own loaders -> the files they read (ir_datasets' registry is
+# ir_datasets ids that irgrid registered from its own factories -> the files they read (ir_datasets' registry is
 # process-wide: a second collection under one id with other files would silently read the first one's)
-_LOADER_IDS: dict[str, tuple[tuple[str, str], ...]] = {}
+_REGISTERED: dict[str, tuple[tuple[str, str], ...]] = {}
 
 
-def registered_from_loader(irds_id: str) -> bool:
+def registered_by_irgrid(irds_id: str) -> bool:
     """Whether irgrid itself put `irds_id` into ir_datasets' registry (not an id ir_datasets ships)."""
-    return irds_id in _LOADER_IDS
+    return irds_id in _REGISTERED
 
 
 @cache
@@ -638,7 +638,7 @@ def _quiet_download_logs(ir_datasets: Any) -> None:
     failed") were printed before irgrid's own staging hint. Unless verbose (`irgrid -v`), only its errors show."""
     import logging
 
-    from irgrid.core.console import verbose
+    from irgrid.util.console import verbose
 
     original = ir_datasets.log.Logger.logger
 
@@ -663,7 +663,7 @@ def is_download_failure(e: BaseException) -> bool:
 
 
 def irds_load(ds: Dataset | str) -> Any:
-    """ir_datasets.load for a catalog dataset, registering irgrid's loader with ir_datasets first when it has one
+    """ir_datasets.load for a catalog dataset, registering irgrid's factory with ir_datasets first when it has one
     (so `pt.get_dataset("irds:<id>")` serves it like any other)."""
     ensure_irds_home()
     import ir_datasets
@@ -671,16 +671,16 @@ def irds_load(ds: Dataset | str) -> Any:
     _quiet_download_logs(ir_datasets)
     ds = get(ds) if isinstance(ds, str) else ds
     verify_staged_copy(ds.irds_id)
-    if ds.loader is not None and ds.irds_id in _LOADER_IDS and _LOADER_IDS[ds.irds_id] != ds.files:
+    if ds.irds_factory is not None and ds.irds_id in _REGISTERED and _REGISTERED[ds.irds_id] != ds.files:
         # a collection's files edited in a notebook (or another collection under the name): the id is ours, so
-        # its registration is replaced by this dataset's loader; every read still checks the files' hashes
+        # its registration is replaced by this dataset's factory; every read still checks the files' hashes
         log.info("dataset %r: its files changed in this process; reading the new ones", ds.irds_id)
         ir_datasets.registry._registered.pop(ds.irds_id, None)
-        _LOADER_IDS.pop(ds.irds_id)
-    if ds.loader is not None and ds.irds_id not in ir_datasets.registry:
+        _REGISTERED.pop(ds.irds_id)
+    if ds.irds_factory is not None and ds.irds_id not in ir_datasets.registry:
         try:
-            ir_datasets.registry.register(ds.irds_id, ds.loader())
-            _LOADER_IDS[ds.irds_id] = ds.files
+            ir_datasets.registry.register(ds.irds_id, ds.irds_factory())
+            _REGISTERED[ds.irds_id] = ds.files
         except RuntimeError as e:  # registered meanwhile under the same id (the registry refuses duplicates)
             if ds.irds_id not in ir_datasets.registry:
                 raise DatasetError(f"could not register {ds.irds_id!r} with ir_datasets: {e}") from None

@@ -37,7 +37,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from irgrid.core.errors import Error
+from irgrid.util.errors import Error
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -64,7 +64,7 @@ def repo_root() -> Path:
 
 def shared_root() -> Path:
     """IRGRID_SHARED, else ../shared beside the repository (read only)."""
-    from irgrid.core import settings
+    from irgrid.util import settings
 
     return settings.shared_root() or repo_root().parent / "shared"
 

@@ -1,5 +1,5 @@
-"""A disaster-domain retrieval collection DERIVED from DisastQA, as ir_datasets loaders (the catalog in
-`irgrid.data.datasets` declares its entries; `irgrid.qa.runner.subset` makes per-experiment subsets).
+"""A disaster-domain retrieval collection DERIVED from DisastQA, as ir_datasets datasets (the catalog in
+`irgrid.data.datasets` declares its entries; `irgrid.qa.grid.subset` makes per-experiment subsets).
 
 What it is: the corpus is every distinct passage of DisastQA's Golden and Mix files (3,675 texts), the queries
 are DisastQA's questions (2,000 multiple-choice `mcq-NNNN`, 1,000 open-ended `oe-NNNN`) and each question's
@@ -9,7 +9,7 @@ own corpus and graded qrels (HF `DMIR01/DisastIR`) are not reachable here; the `
 on machines that can.
 
 ir_datasets ids: `disastqa/derived` (corpus, all queries), `disastqa/derived/mcq`, `disastqa/derived/oe`, and
-`disastqa/derived/subset-<hash>` (see `subset_loader`) for small runs (the sampled items' golden and Mix passages
+`disastqa/derived/subset-<hash>` (see `subset_dataset`) for small runs (the sampled items' golden and Mix passages
 plus a fixed-seed number of other passages). docnos are content hashes, so they do not depend on file order.
 """
 
@@ -103,9 +103,9 @@ def _handlers(docs: Docs, rows: Rows, qrels: Qrels, qrels_defs: dict[int, str]) 
     return [_Docs(), _Queries(), _Qrels()]
 
 
-def irds_loader(docs: Docs, rows: Rows, qrels: Qrels | None = None,
+def irds_factory(docs: Docs, rows: Rows, qrels: Qrels | None = None,
                 qrels_defs: dict[int, str] | None = None) -> Callable[[], Any]:
-    """A catalog `loader`: builds the ir_datasets Dataset on first use (ir_datasets must not be imported before
+    """A catalog `irds_factory`: builds the ir_datasets Dataset on first use (ir_datasets must not be imported before
     irgrid has pointed it at its home). Without `qrels`, each query's golden passage is its one relevant document."""
     if qrels is None:
         def qrels() -> list[tuple[str, str, int]]:
@@ -120,8 +120,8 @@ def irds_loader(docs: Docs, rows: Rows, qrels: Qrels | None = None,
     return load
 
 
-def subset_loader(qids: Iterable[str], distractors: int, seed: int) -> tuple[str, str, Callable[[], Any]]:
-    """(name, notes, loader) of a small derived collection for the given items: their golden and Mix passages
+def subset_dataset(qids: Iterable[str], distractors: int, seed: int) -> tuple[str, str, Callable[[], Any]]:
+    """(name, notes, irds_factory) of a small derived collection for the given items: their golden and Mix passages
     plus `distractors` other passages drawn with `seed`; queries and qrels restricted to the items."""
     qids = sorted(set(qids))
     key = hashlib.sha1(json.dumps([qids, distractors, seed]).encode()).hexdigest()[:10]
@@ -148,7 +148,7 @@ def subset_loader(qids: Iterable[str], distractors: int, seed: int) -> tuple[str
         return {k: v for k, v in everything.items() if k in keep}
 
     notes = f"{NOTE}; SUBSET for {len(qids)} items + {distractors} distractors (seed {seed})"
-    return f"{ROOT}/subset-{key}", notes, irds_loader(docs, rows)
+    return f"{ROOT}/subset-{key}", notes, irds_factory(docs, rows)
 
 
 # -- DisastIR itself (HF dataset DMIR01/DisastIR), for machines that can reach it -------------------------------
@@ -207,15 +207,15 @@ def entries() -> list[dict[str, Any]]:
     """The catalog entries (Dataset keyword arguments) of the derived collection and of DisastIR."""
     common = {"fields": ("text",), "measures": MEASURES}
     return [
-        {"name": ROOT, "corpus": ROOT, "notes": NOTE, "loader": irds_loader(passages, cache(lambda: queries())),
+        {"name": ROOT, "corpus": ROOT, "notes": NOTE, "irds_factory": irds_factory(passages, cache(lambda: queries())),
          **common},
         {"name": f"{ROOT}/mcq", "corpus": ROOT, "notes": f"{NOTE}; multiple-choice questions",
-         "loader": irds_loader(passages, cache(lambda: queries("mcq"))), **common},
+         "irds_factory": irds_factory(passages, cache(lambda: queries("mcq"))), **common},
         {"name": f"{ROOT}/oe", "corpus": ROOT, "notes": f"{NOTE}; open-ended questions",
-         "loader": irds_loader(passages, cache(lambda: queries("oe"))), **common},
+         "irds_factory": irds_factory(passages, cache(lambda: queries("oe"))), **common},
         {"name": "disastir", "corpus": "disastir", "fields": ("text",), "measures": ("nDCG@10", "R@100"),
          "notes": "DisastIR (EMNLP 2025 Findings), HF DMIR01/DisastIR: needs IRGRID_DISASTIR or the HF cache; "
                   "graded qrels 0-3",
-         "loader": irds_loader(lambda: _disastir()[0], lambda: [(q, t, "") for q, t in _disastir()[1]],
+         "irds_factory": irds_factory(lambda: _disastir()[0], lambda: [(q, t, "") for q, t in _disastir()[1]],
                                qrels=lambda: _disastir()[2], qrels_defs=DISASTIR_QRELS)},
     ]

@@ -26,9 +26,9 @@ from irgrid.models.devices import pick_device
 if TYPE_CHECKING:
 
     from irgrid.core.modelref import Resolved
-from irgrid.core.settings import SettingsError
 from irgrid.dense.model import SideModel
 from irgrid.dense.spec import EncoderSpec
+from irgrid.util.settings import SettingsError
 
 log = logging.getLogger("irgrid")
 

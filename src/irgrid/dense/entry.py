@@ -14,10 +14,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from irgrid.core.hashing import cache_name
 from irgrid.core.retrievers import BuildContext, EntryError, IndexRecipe, QueryContext, Retriever, register
 from irgrid.dense.engine import engine_for, index_dense, make_query_encoder
 from irgrid.dense.spec import SPEC_OPTIONS, EncoderSpec, SideSpec, register_encoder
+from irgrid.util.hashing import cache_name
 
 
 def side_spec(params: Mapping[str, Any], side: str = "d") -> EncoderSpec:

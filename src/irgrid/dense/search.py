@@ -22,7 +22,7 @@ import pandas as pd
 import pyterrier as pt
 
 from irgrid.core.artifacts import KINDS, Packaged, write_meta
-from irgrid.data.loaders import InputError
+from irgrid.data.errors import InputError
 
 log = logging.getLogger("irgrid")
 BLOCK = 1 << 17  # documents per scoring block on CPU (the paper's 2^17)

@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from irgrid.core.hashing import config_hash
 from irgrid.core.modelref import ModelRef
-from irgrid.core.registry import Registry
 from irgrid.core.retrievers import EntryError
+from irgrid.util.hashing import config_hash
+from irgrid.util.registry import Registry
 
 if TYPE_CHECKING:
 
@@ -221,7 +221,7 @@ def _load_entries() -> None:
     entries.load()
 
 
-ENCODERS: Registry[EncoderSpec] = Registry("encoder", loader=_load_entries)
+ENCODERS: Registry[EncoderSpec] = Registry("encoder", populate=_load_entries)
 
 
 def register_encoder(spec: EncoderSpec) -> EncoderSpec:

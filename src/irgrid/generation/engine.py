@@ -22,11 +22,11 @@ from typing import Any
 import pandas as pd
 import pyterrier as pt
 
-from irgrid.core.hashing import config_hash
 from irgrid.generation.spec import Decoding, Prompt
 from irgrid.models.cache import cached_model
 from irgrid.models.devices import pick_device
 from irgrid.store import Store
+from irgrid.util.hashing import config_hash
 
 
 def render_chat(tokenizer, prompt: Prompt, text: str) -> str:
@@ -140,7 +140,7 @@ class Generator:
         """Generate in batches, each committed as one transaction (a killed pass keeps its finished batches)."""
         from tqdm.auto import tqdm
 
-        from irgrid.core.console import progress_stream
+        from irgrid.util.console import progress_stream
 
         stream = progress_stream()  # one bar per generation pass, in prompts, with rate and ETA
         bar = tqdm(total=len(missing), desc=f"generating with {self.resolved.ref}", unit="prompt",

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
-from irgrid.core import settings
+from irgrid.util import settings
 
 log = logging.getLogger("irgrid")
 T = TypeVar("T")

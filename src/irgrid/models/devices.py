@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 def pick_device(device: str | None = None) -> str:
-    from irgrid.core import settings
+    from irgrid.util import settings
 
     if device:
         return device

@@ -12,7 +12,7 @@ import fnmatch
 from collections.abc import Iterable
 from typing import Any
 
-from irgrid.core.errors import Error
+from irgrid.util.errors import Error
 
 
 class CheckpointMismatchError(Error, RuntimeError):

@@ -13,8 +13,8 @@ import json
 import os
 from pathlib import Path
 
-from irgrid.core.errors import Error
 from irgrid.core.modelref import ModelRef, Resolved
+from irgrid.util.errors import Error
 
 
 class ModelUnavailableError(Error, RuntimeError):
@@ -137,7 +137,7 @@ def resolve(ref: ModelRef | str, extra: dict[str, str] | None = None, check_only
         from irgrid.models.tiny import tiny_folder
 
         return Resolved(ref, "tiny", str(tiny_folder(ref.id, ref.arch, ref.tiny, build=not check_only)))  # type: ignore[arg-type]
-    from irgrid.core import settings
+    from irgrid.util import settings
 
     if ref.arch is not None and settings.tiny_models():
         # the real weights under a real key while tiny-model mode is on: an entry looked up before the mode was

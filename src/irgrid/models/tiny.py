@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from irgrid.core import entries
-from irgrid.core.errors import Error
-from irgrid.core.hashing import config_hash
-from irgrid.core.registry import DuplicateNameError
 from irgrid.core.retrievers import EntryError
 from irgrid.store import Store
+from irgrid.util.errors import Error
+from irgrid.util.hashing import config_hash
+from irgrid.util.registry import DuplicateNameError
 
 VOCAB = 30522
 HIDDEN, LAYERS, HEADS, FFN = 32, 2, 2, 64

@@ -3,5 +3,5 @@
 Submodules: `data` (loaders for the staged release), `collection` (the derived retrieval collection, registered
 with ir_datasets and irgrid's catalog; importing irgrid.data.datasets registers it), `evidence` (Base / Golden / Mix /
 Retrieved as PyTerrier transformers), `prompts` (Appendix H/I templates as data), `readers` (reader registry and
-the generation transformer over pyterrier-rag backends), `measures` and `runner` (`irgrid qa run EXP.yaml`).
+the generation transformer over pyterrier-rag backends), `measures` and `grid` (`irgrid qa run EXP.yaml`).
 """

@@ -16,8 +16,8 @@ from typing import Any
 import pandas as pd
 import pyterrier as pt
 
-from irgrid.core.errors import Error
 from irgrid.data import disastqa_ir as collection
+from irgrid.util.errors import Error
 
 
 class EvidenceError(Error, ValueError):

@@ -43,10 +43,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from irgrid.core.errors import Error
-from irgrid.core.markdown import markdown_table
 from irgrid.qa import arguments
 from irgrid.qa.answer_measures import sentences
+from irgrid.util.errors import Error
+from irgrid.util.markdown import markdown_table
 
 SCORERS = arguments.SCORERS
 JUDGES = SCORERS + ("llm",)
@@ -225,7 +225,7 @@ class KeypointScorer:
 
 
 class JudgeAdapter:
-    """A Judge behind the `decisions(answer, key_points)` interface of the live QA runner's coverage judges."""
+    """A Judge behind the `decisions(answer, key_points)` interface of the live QA grid's coverage judges."""
 
     def __init__(self, judge: Judge, device: str | None = None):
         self.judge = judge
@@ -420,7 +420,7 @@ def cross_validate(frame: pd.DataFrame, scores: dict[str, list[np.ndarray]], obj
 def write_json(path: Path, obj: Any) -> None:
     import json
 
-    from irgrid.core.files import write_text_atomic
+    from irgrid.util.files import write_text_atomic
 
     write_text_atomic(path, json.dumps(obj, indent=2, default=float))
 
@@ -499,7 +499,7 @@ def validate(labels_path: str | Path, out: str | Path | None = None, *, scorers:
     if out is not None:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
-        from irgrid.core.files import write_text_atomic
+        from irgrid.util.files import write_text_atomic
 
         write_text_atomic(out / "sweep.csv", sweep_df.to_csv(index=False))
         write_json(out / "cv.json", result)

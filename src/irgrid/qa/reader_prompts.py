@@ -7,7 +7,7 @@ choice, and for open-ended questions the difficulty shown to the model with a co
 (Appendix I). Two deliberate differences: the multiple-choice prompt asks for the letter explicitly (the released
 prompt ends at "Answer:" and relied on a first-capital-letter parser), and options are printed once with their
 letter (the released code printed "A. A. ..." for the staged files, whose options already carry the letter).
-Templates are `str.format` strings; the runner stores them in each cell's configuration, so editing one
+Templates are `str.format` strings; the QA grid stores them in each cell's configuration, so editing one
 recomputes exactly the cells that use it.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from irgrid.data.loaders import InputError
+from irgrid.data.errors import InputError
 
 # Appendix I: the word limit follows the item's difficulty (i.e. its number of gold key points).
 WORD_LIMITS: dict[str, str] = {"easy": "10-100", "medium": "20-200", "hard": "60-350",
@@ -49,7 +49,7 @@ TEMPLATES: dict[str, str] = {
         "Instructions: Provide a comprehensive answer within {word_limit} words. Ensure you cover all important "
         "aspects and key points related to the question. Be thorough but concise.\n\nAnswer:"
     ),
-    # Appendix H.2 (Mix): the model names its source passage first; the runner strips that line before scoring
+    # Appendix H.2 (Mix): the model names its source passage first; the QA grid strips that line before scoring
     "oe/many": (
         "You are given {k} passages (some may be irrelevant). You must select ONLY ONE passage that is most "
         "relevant to answer the question. First output the passage number you selected in the format "

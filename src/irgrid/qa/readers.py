@@ -24,10 +24,10 @@ from typing import Any
 import pandas as pd
 import pyterrier as pt
 
-from irgrid.core.errors import Error
 from irgrid.core.modelref import ModelRef
-from irgrid.core.registry import Registry
 from irgrid.qa import reader_prompts as prompts
+from irgrid.util.errors import Error
+from irgrid.util.registry import Registry
 
 
 @dataclass(frozen=True)

@@ -45,14 +45,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from irgrid.core import settings
-from irgrid.core.errors import Error
-from irgrid.core.hashing import config_hash
-from irgrid.core.markdown import markdown_table
 from irgrid.data import disastqa as data
 from irgrid.qa import answer_measures as measures
 from irgrid.qa import judges, tables
 from irgrid.qa.readers import clean_open_answer, parse_letter
+from irgrid.util import settings
+from irgrid.util.errors import Error
+from irgrid.util.hashing import config_hash
+from irgrid.util.markdown import markdown_table
 
 log = logging.getLogger("irgrid")
 

@@ -1,4 +1,4 @@
-"""Summary tables and their files, shared by live QA experiments (`runner`) and replayed readers (`replay`), so
+"""Summary tables and their files, shared by live QA experiments (`grid`) and replayed readers (`replay`), so
 that both report means, bootstrap CIs and paired tests between settings the same way and write them alike."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 import pandas as pd
 
 from irgrid.core import significance
-from irgrid.core.files import write_text_atomic
 from irgrid.qa import answer_measures as measures
+from irgrid.util.files import write_text_atomic
 
 
 def summary(df: pd.DataFrame, task: str, columns: Sequence[str], by: list[str], samples: int, seed: int

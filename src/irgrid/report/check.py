@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from irgrid.core.errors import Error
 from irgrid.core.schema import NUMBER, Key, Schema
-from irgrid.core.yamlsafe import read_yaml
+from irgrid.util.errors import Error
+from irgrid.util.yamlsafe import read_yaml
 
 DEFAULT_TOLERANCE = 0.0005
 FILE = Schema({"expected": Key(list, required=True, nonempty=True,

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from irgrid.core.hashing import file_sha256
 from irgrid.report.analyses import first_measure_values
 from irgrid.report.stored import Grid
+from irgrid.util.hashing import file_sha256
 
 FAMILY_COLOURS = {"sparse": "#1f77b4", "expansion": "#2ca02c", "dense": "#d62728", "late-interaction": "#9467bd",
                   "reranker": "#8c564b", "pipeline": "#ff7f0e"}

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from irgrid.core.markdown import markdown_table
 from irgrid.report import zscores as zscores_mod
+from irgrid.util.markdown import markdown_table
 
 
 @dataclass

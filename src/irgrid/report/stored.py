@@ -11,8 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from irgrid.core.files import slug
 from irgrid.runner.outputs import OutputError
+from irgrid.util.files import slug
 
 
 @dataclass
@@ -77,8 +77,8 @@ class Grid:
         recorded = self.manifest.get("datasets", {}).get(dataset, {})
         if recorded.get("group"):
             return str(recorded["group"])
-        from irgrid.core.registry import UnknownNameError
         from irgrid.data.datasets import get
+        from irgrid.util.registry import UnknownNameError
 
         try:
             return str(get(dataset).group)
@@ -93,8 +93,8 @@ class Grid:
             if "paper_name" in entry:
                 out[name] = entry["paper_name"]
                 continue
-            from irgrid.core.registry import UnknownNameError
             from irgrid.core.retrievers import get
+            from irgrid.util.registry import UnknownNameError
 
             try:
                 registered = get(name)

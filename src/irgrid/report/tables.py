@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 
 from irgrid import paper
-from irgrid.core.files import slug
 from irgrid.report import failures
 from irgrid.report import zscores as zscores_mod
 from irgrid.report.analyses import Analyses
 from irgrid.report.render import Table, TableCell, format_value
 from irgrid.report.stored import Grid
+from irgrid.util.files import slug
 
 
 def _our_values(grid: Grid) -> dict[str, dict[tuple[str, str], float]]:

@@ -7,7 +7,6 @@ import html
 from collections.abc import Sequence
 from pathlib import Path
 
-from irgrid.core.files import slug, write_text_atomic
 from irgrid.report import failures
 from irgrid.report import stats as stats_mod
 from irgrid.report.analyses import Analyses, analyse
@@ -15,6 +14,7 @@ from irgrid.report.figures import figure1, jaccard_figure
 from irgrid.report.render import LEGEND, TEX_PACKAGES, Table, tex_escape, to_html, to_latex, to_markdown
 from irgrid.report.stored import Grid, load
 from irgrid.report.tables import build_tables, jaccard_square, paper_tables_for
+from irgrid.util.files import slug, write_text_atomic
 
 
 def write_report(out: str | Path, to: str | Path | None = None, n_resamples: int = stats_mod.BOOTSTRAP_B,

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from irgrid.core import settings
 from irgrid.core.gridcell import GridCell
 from irgrid.core.retrievers import QueryContext, Retriever
 from irgrid.runner.cell import build_pipeline, dataset_of, ensure_index, resolve_models
+from irgrid.util import settings
 
 if TYPE_CHECKING:
     from irgrid.data.datasets import Dataset

@@ -21,8 +21,6 @@ import numpy as np
 import pandas as pd
 
 from irgrid.core import modelref as modelref_mod
-from irgrid.core import settings
-from irgrid.core.console import progress_stream, quiet_native
 from irgrid.core.gridcell import GridCell
 from irgrid.core.retrievers import BuildContext, IndexRecipe, Retriever
 from irgrid.data.datasets import Dataset, DatasetError
@@ -31,6 +29,8 @@ from irgrid.data.doc_fields import fielded_docs
 from irgrid.models import resolver as models_mod
 from irgrid.runner.checks import RunCheckError, check_run, depth_of
 from irgrid.store import CacheError, Store
+from irgrid.util import settings
+from irgrid.util.console import progress_stream, quiet_native
 
 log = logging.getLogger("irgrid")
 
@@ -213,10 +213,10 @@ def _write_stage(stage, dataset: Dataset, store: Store, docs, docs_count: int, m
 
 
 def build_pipeline(cell: GridCell, dataset: str | Dataset | None = None, store: Store | None = None,
-                   model_map: dict[str, str] | None = None, check_queries: bool = True):
+                   model_map: dict[str, str] | None = None, check_queries: bool = True, live: bool = False):
     """The cell's full query pipeline on a dataset (`GridCell.build`: indexes built or reused, dataset policies
     included). `check_queries` (the Python API's default) puts a check that every query is text in front; a grid's
-    own topics are checked when read."""
+    own topics are checked when read; `live`: see `GridCell.build`."""
     if not isinstance(cell, GridCell):
         raise TypeError(f"expected a retriever (irgrid.retriever('bm25-pisa')), a pipeline expression or their name, "
                         f"got {cell!r}")
@@ -224,7 +224,8 @@ def build_pipeline(cell: GridCell, dataset: str | Dataset | None = None, store: 
         from irgrid.runner.roles import RoleError
 
         raise RoleError(f"{cell.name}.pipeline() needs a dataset to index, e.g. 'beir/scifact/test'")
-    inner = cell.build(dataset_of(dataset), store or Store(), model_map)
+    inner = cell.build(dataset_of(dataset), store or Store(), model_map, live=live) if live else \
+        cell.build(dataset_of(dataset), store or Store(), model_map)
     if not check_queries:
         return inner
     from irgrid.runner.transforms import CheckQueries

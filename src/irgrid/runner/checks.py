@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from irgrid.core.errors import Error
+from irgrid.util.errors import Error
 
 RERANK_HINT = ("a first stage composed after another one retrieves anew for every input row; re-rank with a "
                "scorer instead, e.g. irgrid.retriever('all-minilm-l6-v2').scorer(ds)")

@@ -9,10 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from irgrid.core import retrievers as r_mod
-from irgrid.core.errors import Error
 from irgrid.core.gridcell import GridCell
 from irgrid.core.profiles import DEFAULT_PROFILE, ProfileError, check_name
-from irgrid.core.registry import UnknownNameError
 from irgrid.core.schema import Key, Schema
 from irgrid.core.significance import (
     COMPARISONS,
@@ -23,6 +21,8 @@ from irgrid.core.significance import (
     PairedTest,
 )
 from irgrid.data import datasets as ds_mod
+from irgrid.util.errors import Error
+from irgrid.util.registry import UnknownNameError
 
 TEST_SCHEMA = Schema({"name": Key(str, required=True, hint=f"one of {list(TESTS)}"),
                       "permutations": Key(int, hint="a whole number >= 100 (randomization test)"),
@@ -150,7 +150,7 @@ def _non_negative_int(value: Any, where: str) -> int:
 
 
 def load(path: str | Path) -> ExperimentSpec:
-    from irgrid.core import yamlsafe
+    from irgrid.util import yamlsafe
 
     path = Path(path)
     if not path.exists():
@@ -276,7 +276,7 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
         raise ExperimentError(f"{source}: correction {correction!r} is not one of {CORRECTIONS}")
     self_matches = data.get("self_matches", "catalog")
     if self_matches not in SELF_MATCH_RULES:
-        from irgrid.core.registry import did_you_mean
+        from irgrid.util.registry import did_you_mean
 
         raise ExperimentError(f"{source}: self_matches: {self_matches!r} is not one of {SELF_MATCH_RULES}."
                               f"{did_you_mean(str(self_matches), list(SELF_MATCH_RULES))}")
@@ -303,8 +303,8 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
 
 def _test(value: Any, source: str) -> tuple[str, int, int]:
     """`test: t` or `test: {name: randomization, permutations: 10000, seed: 0}` -> (name, resamples, seed)."""
-    from irgrid.core.registry import did_you_mean
     from irgrid.core.significance import ALIASES
+    from irgrid.util.registry import did_you_mean
 
     item = TEST_SCHEMA.check(value, f"{source}: test", ExperimentError) if isinstance(value, dict) else {"name": value}
     name = ALIASES.get(str(item["name"]), str(item["name"]))

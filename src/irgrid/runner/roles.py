@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import pyterrier as pt
 
-from irgrid.core.errors import Error
 from irgrid.core.retrievers import Retriever
 from irgrid.runner.transforms import latency_accounting
+from irgrid.util.errors import Error
 
 if TYPE_CHECKING:
     from irgrid.data.datasets import Dataset

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import pyterrier as pt
 
-from irgrid.data.loaders import InputError
+from irgrid.data.errors import InputError
 
 
 class DropSelfMatches(pt.Transformer):

@@ -22,9 +22,9 @@ import pandas as pd
 import pyterrier as pt
 
 from irgrid.core.artifacts import KINDS, Packaged, write_meta
-from irgrid.core.console import quiet_native
-from irgrid.core.errors import Error
-from irgrid.data.loaders import InputError
+from irgrid.data.errors import InputError
+from irgrid.util.console import quiet_native
+from irgrid.util.errors import Error
 
 
 class LuceneError(Error, RuntimeError):

@@ -30,8 +30,8 @@ import pandas as pd
 import pyterrier as pt
 
 from irgrid.core.artifacts import KINDS, Packaged, write_meta
-from irgrid.core.console import quiet_native
 from irgrid.core.retrievers import EntryError
+from irgrid.util.console import quiet_native
 
 DEFAULT_SCALE = 1000.0  # impacts are integers: 1/1000 of a score unit keeps rankings within 0.002 (benchmarks)
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from irgrid.core.retrievers import EntryError
-from irgrid.data.loaders import InputError
+from irgrid.data.errors import InputError
 
 UINT32_MAX = np.iinfo(np.uint32).max
 

@@ -10,7 +10,7 @@ import difflib
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
-from irgrid.core.errors import Error
+from irgrid.util.errors import Error
 
 T = TypeVar("T")
 
@@ -45,18 +45,18 @@ class _Lazy:
 
 
 class Registry(Generic[T]):
-    def __init__(self, kind: str, loader: Callable[[], None] | None = None):
+    def __init__(self, kind: str, populate: Callable[[], None] | None = None):
         self.kind = kind
         self._items: dict[str, T | _Lazy] = {}
-        self._loader = loader
-        self._loaded = loader is None
+        self._populate = populate
+        self._loaded = populate is None
 
     def _ensure_loaded(self) -> None:
         if not self._loaded:
-            self._loaded = True  # set first: the loader registers into us
-            assert self._loader is not None
+            self._loaded = True  # set first: `populate` registers into us
+            assert self._populate is not None
             try:
-                self._loader()
+                self._populate()
             except BaseException:
                 self._loaded = False  # a failed load (a broken entry package) fails again, never half-loaded
                 raise

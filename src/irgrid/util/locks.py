@@ -2,7 +2,7 @@
 
 The locks are `flock`/`fcntl` locks (PyPI `filelock`), so the kernel releases them when the holder dies: a job
 killed by Slurm, the OOM killer or SIGKILL never leaves a stale lock, and nothing it half-wrote is trusted
-(artifacts are published by an atomic rename, see `irgrid.core.files`). On NFS, Linux maps `flock` onto NFS byte-range
+(artifacts are published by an atomic rename, see `irgrid.util.files`). On NFS, Linux maps `flock` onto NFS byte-range
 locks (NFSv4, or v3 with lockd); Lustre and GPFS need their `flock` mount option, which HPC sites enable.
 
 The pattern (`Store.building`): check the artifact; if absent, take its lock; check again (another job may
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from irgrid.core.errors import Error
+from irgrid.util.errors import Error
 
 log = logging.getLogger("irgrid")
 

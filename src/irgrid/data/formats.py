@@ -1,6 +1,6 @@
 """ir_datasets components for collections ir_datasets does not ship: InstructIR, FollowIR and local files.
 
-Each loader returns an `ir_datasets.datasets.base.Dataset`, which `datasets.py` registers with ir_datasets so that
+Each function here returns an `ir_datasets.datasets.base.Dataset`, which `datasets.py` registers with ir_datasets so that
 these collections are used through the same interface as every other (`ir_datasets.load(id)`,
 `pt.get_dataset("irds:<id>")`). Only formats that ir_datasets lacks are written here: ir_datasets' own
 `TsvQueries`, `TrecQueries` and `TrecQrels` are used where they fit.
@@ -31,8 +31,8 @@ from ir_datasets.formats import (
 )
 from ir_datasets.util import LocalDownload
 
-from irgrid.core.hashing import file_sha256
-from irgrid.data.errors import DatasetError
+from irgrid.data.errors import DatasetError, InputError
+from irgrid.util.hashing import file_sha256
 
 QREL_DEFS = {0: "not relevant", 1: "relevant", 2: "highly relevant"}
 
@@ -247,10 +247,6 @@ def followir(root: Path, name: str) -> IrdsDataset:
             f"folder with datasets/followir/{name}/.")
     return IrdsDataset(LocalDocs(root / "corpus.jsonl", "jsonl", hint), FollowIRQueries(root / "queries.jsonl", hint),
                        FollowIRQrels(root, hint))
-
-
-class InputError(DatasetError, ValueError):
-    """A local input file is malformed; the message names the file and the line."""
 
 
 def _unchanged(path: Path, expected: str | None, role: str) -> None:

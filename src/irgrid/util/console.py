@@ -12,7 +12,7 @@ _QUIET = {"depth": 0, "stream": None}
 
 def verbose() -> bool:
     """`irgrid -v` (IRGRID_VERBOSE=1): show libraries' own output (PISA percentages, JVM warnings, tracebacks)."""
-    from irgrid.core import settings
+    from irgrid.util import settings
 
     return settings.verbose()
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from irgrid.core.errors import Error
+from irgrid.util.errors import Error
 
 MAX_BYTES = 1 << 20  # 1 MiB: the paper's full grid is 4 KiB; IRGRID_MAX_EXPERIMENT_BYTES raises it
 

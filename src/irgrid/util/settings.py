@@ -21,7 +21,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from irgrid.core.errors import Error
+from irgrid.util.errors import Error
 
 # environment that decides what a job computes and where libraries find data and models: a job's process exports
 # these (ir_datasets, Hugging Face, Java and torch read them themselves)
@@ -104,7 +104,7 @@ def _shared(value: Any, source: str = "") -> Path | None:
 
 @functools.cache
 def _checkout_shared() -> Path | None:
-    candidate = Path(__file__).resolve().parents[3].parent / "shared"  # src/irgrid/core/settings.py
+    candidate = Path(__file__).resolve().parents[3].parent / "shared"  # src/irgrid/util/settings.py
     return candidate if candidate.is_dir() else None
 
 

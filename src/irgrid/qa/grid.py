@@ -27,18 +27,19 @@ from typing import Any
 
 import pandas as pd
 
-from irgrid.core import settings, significance
-from irgrid.core.errors import Error
-from irgrid.core.hashing import config_hash
-from irgrid.core.markdown import markdown_table
+from irgrid.core import significance
 from irgrid.core.schema import Key, Schema
-from irgrid.core.yamlsafe import read_yaml
 from irgrid.data import disastqa as data
 from irgrid.data import disastqa_ir as collection
 from irgrid.qa import answer_measures as measures
 from irgrid.qa import evidence, readers, tables
 from irgrid.qa import reader_prompts as prompts
 from irgrid.qa.evidence import Setting
+from irgrid.util import settings
+from irgrid.util.errors import Error
+from irgrid.util.hashing import config_hash
+from irgrid.util.markdown import markdown_table
+from irgrid.util.yamlsafe import read_yaml
 
 log = logging.getLogger("irgrid")
 
@@ -200,11 +201,11 @@ def subset(qids: Any, distractors: int, seed: int) -> Any:
     """The derived collection restricted to these items (plus seeded distractors), registered on first use."""
     from irgrid.data.datasets import DATASETS, Dataset, register
 
-    name, notes, loader = collection.subset_loader(qids, distractors, seed)
+    name, notes, factory = collection.subset_dataset(qids, distractors, seed)
     if name in DATASETS:
         return DATASETS.get(name)
     return register(Dataset(name, corpus=name, fields=("text",), measures=collection.MEASURES, notes=notes,
-                            loader=loader))
+                            irds_factory=factory))
 
 
 # -- cells --------------------------------------------------------------------------------------------------------
