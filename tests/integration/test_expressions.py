@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import irgrid
 from irgrid import grid
 from irgrid.runner import cell as cell_mod
 from irgrid.runner.experiment import from_dict, load
@@ -285,3 +286,24 @@ def test_a_profile_value_for_one_dataset_keys_its_cell_and_shows_in_the_manifest
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     run = manifest["retrievers"]["bm25-pisa"]["runs"][ds.name]
     assert run["options"] == {"k1": 1.2} and run["run_key"] == fresh_store.run_key(cell_entry, ds)
+
+    # the Python door runs the very cell: the per-dataset value applied, the stored run row for row
+    stored, _ = fresh_store.load_run(cell_entry, ds)
+    python = irgrid.pipeline(entry, ds, store=fresh_store)(ds.topics())
+    cols = ["qid", "docno", "rank"]
+    pd.testing.assert_frame_equal(python.sort_values(cols)[cols].reset_index(drop=True),
+                                  stored.sort_values(cols)[cols].reset_index(drop=True), check_dtype=False)
+    np.testing.assert_allclose(python.sort_values(cols)["score"], stored.sort_values(cols)["score"], rtol=1e-6)
+    # an expression over it is keyed by its part as run on that dataset; unchanged elsewhere
+    from irgrid.data.datasets import get as get_dataset
+    from irgrid.runner.expressions import make_expression, parse
+
+    casc = make_expression("casc", "bm25-pisa % 3", parse("bm25-pisa % 3"), {"bm25-pisa": entry}, "test")
+    assert casc.for_dataset(ds).key() != casc.key() and casc.for_dataset(ds).parts["bm25-pisa"].options["k1"] == 1.2
+    assert casc.for_dataset(get_dataset("beir/scifact/test")) is casc
+    # --resume: an edited per-dataset value is another experiment
+    from irgrid.cluster.graph import spec_hash
+
+    edited = dataclasses.replace(base, profiles={"paper": {"k1": Setting(0.9, "x.py@4bedb75",
+                                                                         per_dataset={"vaswani": 1.3})}})
+    assert spec_hash(dataclasses.replace(spec, retrievers=[edited.with_profile("paper")])) != spec_hash(spec)

@@ -127,8 +127,11 @@ def cell_id(dataset: Dataset, retriever: GridCell) -> str:
 
 
 def spec_hash(spec: ExperimentSpec) -> str:
-    """The experiment a grid state belongs to (`--resume` refuses another)."""
-    return config_hash(spec.config())
+    """The experiment a grid state belongs to (`--resume` refuses another): its configuration and, where a profile
+    gives a cell per-dataset values, that cell's key (edited values are another experiment)."""
+    cells = {f"{d.name} {r.name}": c.key() for d in spec.datasets for r in spec.retrievers
+             if (c := r.for_dataset(d)) is not r}
+    return config_hash({**spec.config(), "per_dataset_cells": cells} if cells else spec.config())
 
 
 def build_graph(spec: ExperimentSpec, store: Store, config: ExecutorConfig, out: Path | None,

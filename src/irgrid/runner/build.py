@@ -73,5 +73,6 @@ def indexer_role(entry: Retriever, dataset: Any = None, store: Store | None = No
     """`Retriever.indexer()` (irgrid.runner.roles.Indexer)."""
     from irgrid.runner.roles import build_indexer
 
-    return build_indexer(entry, None if dataset is None else dataset_of(dataset), store,
-                         dict(model_map) if model_map is not None else None, ensure_index)
+    ds = None if dataset is None else dataset_of(dataset)
+    entry = entry if ds is None else entry.for_dataset(ds)  # per-dataset values can change the index recipe
+    return build_indexer(entry, ds, store, dict(model_map) if model_map is not None else None, ensure_index)

@@ -224,8 +224,9 @@ def build_pipeline(cell: GridCell, dataset: str | Dataset | None = None, store: 
         from irgrid.runner.roles import RoleError
 
         raise RoleError(f"{cell.name}.pipeline() needs a dataset to index, e.g. 'beir/scifact/test'")
-    inner = cell.build(dataset_of(dataset), store or Store(), model_map, live=live) if live else \
-        cell.build(dataset_of(dataset), store or Store(), model_map)
+    ds = dataset_of(dataset)
+    cell = cell.for_dataset(ds)  # a profile's per-dataset values, as the grid's cell on this dataset runs them
+    inner = cell.build(ds, store or Store(), model_map, live=live) if live else cell.build(ds, store or Store(), model_map)
     if not check_queries:
         return inner
     from irgrid.runner.transforms import CheckQueries

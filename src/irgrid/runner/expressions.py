@@ -322,8 +322,12 @@ class Expression:
         return _depth(self.tree, self.parts)
 
     def for_dataset(self, dataset: Any) -> Expression:
-        """Unchanged: each part's cell applies its own per-dataset values when it runs (`run_cell`)."""
-        return self
+        """Its parts as they run on `dataset` (their profiles' per-dataset values), so its key follows them;
+        itself when no part has any (keys unchanged)."""
+        parts = {name: part.for_dataset(dataset) for name, part in self.parts.items()}
+        if all(parts[name] is part for name, part in self.parts.items()):
+            return self
+        return dataclasses.replace(self, parts=parts)
 
     def build(self, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None = None,
               live: bool = False) -> Any:
@@ -792,6 +796,7 @@ def _scorer(entry: Retriever, dataset: Dataset, store: Store, model_map: Mapping
     from irgrid.runner.cell import open_index, resolve_models
     from irgrid.util import settings
 
+    entry = entry.for_dataset(dataset)  # a profile's per-dataset values (a re-ranker's query length on ArguAna)
     factory = scorer_factory(entry)
     if factory is None:
         raise ExpressionError(_scorer_hint(entry))
