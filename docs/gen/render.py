@@ -196,7 +196,7 @@ def experiment_reference() -> str:
     types = {f.name: str(f.type) for f in dataclasses.fields(ExecutorConfig)}
 
     parts = ["# Experiment-file reference\n",
-             "Generated from the schemas the loaders check (`irgrid.core.schema`): every key an irgrid YAML file "
+             "Generated from the schemas the readers check (`irgrid.core.schema`): every key an irgrid YAML file "
              "may hold, its type and whether it is required. An unknown key is an error with a \"did you mean\", "
              "naming the file and the entry. The meaning of values (names, ranges) is checked by each reader; see "
              "[Writing experiment files](../experiments.md).\n"]

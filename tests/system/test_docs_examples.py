@@ -2,7 +2,7 @@
 
 Per page, in one fresh working folder (with `experiments/` linked in): blocks marked `<!-- file: NAME -->` are
 written there first; the page's Python blocks then run in order as one script (a subprocess, as a user's
-script); then every YAML block is read by the loader for its kind (experiment, cluster config, expected scores, QA
+script); then every YAML block is read by the reader for its kind (experiment, cluster config, expected scores, QA
 experiment), which checks the schema, names, options and files. A YAML block that starts with
 `# experiments/NAME.yaml` must equal that file unless it says `(abridged)`. `<!-- not-executed: REASON -->`
 exempts a fragment. Examples are kept cheap (a tiny collection, vaswani with PISA), so heavy grids are validated,
@@ -68,7 +68,7 @@ def _kind(data: dict) -> str:
 
 
 def _validate(path: Path, kind: str) -> None:
-    """Read the file with the loader irgrid reads such a file with (each raises on anything wrong)."""
+    """Read the file with the reader irgrid reads such a file with (each raises on anything wrong)."""
     if kind == "cluster":
         from irgrid.cluster.config import ExecutorConfig
 
