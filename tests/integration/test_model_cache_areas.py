@@ -130,20 +130,21 @@ def test_live_qa_cells_are_answered_once_under_concurrent_runs(tmp_path, monkeyp
     is answered once (the other run waits on its lock and reads it), published with a manifest, and a third run
     calls no model at all."""
     from irgrid.core.modelref import ModelRef
-    from irgrid.qa import readers, runner
+    from irgrid.qa import grid as qa_grid
+    from irgrid.qa import readers
 
     irgrid.retriever("query2doc")  # loads the entries, which declare the tiny causal-LM architecture
     monkeypatch.setenv("IRGRID_CACHE", str(tmp_path / "cache"))
     reader = readers.Reader("tiny-test-reader", ModelRef("test/tiny-reader", arch="qwen2-causal", stand_in=True),
                             dtype="float32")
     monkeypatch.setitem(readers.READERS._items, reader.name, reader)
-    spec = runner.from_dict({"readers": [reader.name], "settings": ["base"], "tasks": {"mcq": {"n": 2, "seed": 0}},
+    spec = qa_grid.from_dict({"readers": [reader.name], "settings": ["base"], "tasks": {"mcq": {"n": 2, "seed": 0}},
                              "collection": {"scope": "subset", "distractors": 3},
                              "generation": {"mcq_max_new_tokens": 2}})
     store, results = Store(tmp_path / "cache"), {}
 
     def run(i):
-        results[i] = runner.run(spec, store=store)
+        results[i] = qa_grid.run(spec, store=store)
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
     for t in threads:
@@ -161,7 +162,7 @@ def test_live_qa_cells_are_answered_once_under_concurrent_runs(tmp_path, monkeyp
         raise AssertionError("a cached cell was regenerated")
 
     monkeypatch.setattr(readers, "build_backend", refuse)
-    assert runner.run(spec, store=store)["value"].tolist() == results[0]["value"].tolist()
+    assert qa_grid.run(spec, store=store)["value"].tolist() == results[0]["value"].tolist()
 
 
 def test_judge_embeddings_are_served_from_the_store_area(tmp_path, monkeypatch):

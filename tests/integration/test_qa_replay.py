@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from irgrid.data import disastqa as data
-from irgrid.qa import judges, replay, runner
+from irgrid.qa import grid as qa_grid
+from irgrid.qa import judges, replay
 
 OUTPUTS = data.shared_root() / "datasets" / "disastqa-outputs"
 MCQ, OE, HUMAN = (OUTPUTS / f for f in ("mcq_answers.csv.gz", "oe_answers.jsonl.gz", "oe_human_review.jsonl.gz"))
@@ -216,10 +217,10 @@ def test_another_judge_rescores_only_coverage(reader_sample, tmp_path, monkeypat
 
 
 def test_replay_reader_in_an_experiment(tmp_path):
-    spec = runner.from_dict({"readers": [{"replay": "gpt-4o"}], "settings": ["base", "golden"],
+    spec = qa_grid.from_dict({"readers": [{"replay": "gpt-4o"}], "settings": ["base", "golden"],
                              "tasks": {"mcq": {"n": 6, "seed": 3}}, "collection": {"scope": "subset",
                                                                                     "distractors": 5}})
-    results = runner.run(spec, out=tmp_path)
+    results = qa_grid.run(spec, out=tmp_path)
     acc = results[results.measure == "accuracy"]
     assert set(acc.setting) == {"base", "golden"} and (acc.n == 6).all()
     items = pd.read_csv(tmp_path / "items.csv")
@@ -227,7 +228,7 @@ def test_replay_reader_in_an_experiment(tmp_path):
     for r in items.itertuples():  # the released answers, parsed as a live reader's
         raw = released.at[(r.setting, r.qid), "model_answer"]
         assert (r.pred == raw) or (pd.isna(r.pred) and pd.isna(raw))
-    with pytest.raises(runner.QAExperimentError, match="retrieved"):
-        runner.from_dict({"readers": [{"replay": "gpt-4o"}], "settings": ["base", {"retrieved": "bm25"}]})
-    with pytest.raises(runner.QAExperimentError, match="unknown key"):
-        runner.from_dict({"readers": [{"replay": "gpt-4o", "path": "x"}]})
+    with pytest.raises(qa_grid.QAExperimentError, match="retrieved"):
+        qa_grid.from_dict({"readers": [{"replay": "gpt-4o"}], "settings": ["base", {"retrieved": "bm25"}]})
+    with pytest.raises(qa_grid.QAExperimentError, match="unknown key"):
+        qa_grid.from_dict({"readers": [{"replay": "gpt-4o", "path": "x"}]})

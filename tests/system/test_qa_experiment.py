@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from irgrid.qa import readers, runner
+from irgrid.qa import grid as qa_grid
+from irgrid.qa import readers
 
 pytestmark = pytest.mark.heavy  # ~9 min on 2 cores (SmolLM2 reads 60 items, MiniLM over DisastQA): `make test-all`
 
@@ -20,7 +21,7 @@ SETTINGS = {"base", "golden", "mix", "retrieved-bm25", "retrieved-all-minilm-l6-
 @pytest.fixture(scope="module")
 def first_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("disastqa")
-    results = runner.run(runner.load(EXPERIMENT), out=out)
+    results = qa_grid.run(qa_grid.load(EXPERIMENT), out=out)
     return out, results
 
 
@@ -72,23 +73,23 @@ def test_rerun_is_cached(first_run, tmp_path, monkeypatch):
         raise AssertionError("a cached cell was regenerated")
 
     monkeypatch.setattr(readers, "build_backend", refuse)
-    again = runner.run(runner.load(EXPERIMENT), out=tmp_path)
+    again = qa_grid.run(qa_grid.load(EXPERIMENT), out=tmp_path)
     pd.testing.assert_frame_equal(results.reset_index(drop=True), again.reset_index(drop=True))
 
 
 def test_spec_errors():
     base = {"readers": ["smollm2-135m-instruct"], "settings": ["base"]}
-    with pytest.raises(runner.QAExperimentError, match="unknown key"):
-        runner.from_dict({**base, "retrievers": []})
-    with pytest.raises(runner.QAExperimentError, match="reader"):
-        runner.from_dict({**base, "readers": ["smollm3"]})
-    with pytest.raises(runner.QAExperimentError, match=r"<dict>: unknown key\(s\) \['setings'\].*Did you mean 'settings'"):
-        runner.from_dict({**base, "setings": ["base"]})
-    with pytest.raises(runner.QAExperimentError, match="<dict>: 'readers' must be a non-empty list of reader names"):
-        runner.from_dict({**base, "readers": "smollm2-135m-instruct"})
-    with pytest.raises(runner.QAExperimentError, match="retrieved"):
-        runner.from_dict({**base, "settings": ["oracle"]})
-    with pytest.raises(runner.QAExperimentError, match="bm26"):
-        runner.from_dict({**base, "settings": [{"retrieved": "bm26"}]})
-    spec = runner.from_dict({**base, "settings": ["base", {"retrieved": "bm25", "k": 3}]})
+    with pytest.raises(qa_grid.QAExperimentError, match="unknown key"):
+        qa_grid.from_dict({**base, "retrievers": []})
+    with pytest.raises(qa_grid.QAExperimentError, match="reader"):
+        qa_grid.from_dict({**base, "readers": ["smollm3"]})
+    with pytest.raises(qa_grid.QAExperimentError, match=r"<dict>: unknown key\(s\) \['setings'\].*Did you mean 'settings'"):
+        qa_grid.from_dict({**base, "setings": ["base"]})
+    with pytest.raises(qa_grid.QAExperimentError, match="<dict>: 'readers' must be a non-empty list of reader names"):
+        qa_grid.from_dict({**base, "readers": "smollm2-135m-instruct"})
+    with pytest.raises(qa_grid.QAExperimentError, match="retrieved"):
+        qa_grid.from_dict({**base, "settings": ["oracle"]})
+    with pytest.raises(qa_grid.QAExperimentError, match="bm26"):
+        qa_grid.from_dict({**base, "settings": [{"retrieved": "bm26"}]})
+    spec = qa_grid.from_dict({**base, "settings": ["base", {"retrieved": "bm25", "k": 3}]})
     assert [s.name for s in spec.settings] == ["base", "retrieved-bm25"] and spec.settings[1].k == 3
