@@ -288,14 +288,14 @@ def test_real_generator_loads_strictly_and_samples_reproducibly(tmp_path, monkey
 def test_hyde_encodes_with_the_profiled_dense_entry():
     """HyDE's paper profile reaches its wrapped encoder: the paper's Contriever settings, index and keys."""
     from irgrid.core import retrievers
-    from irgrid.dense.entry import side_spec
+    from irgrid.dense.entry import spec_of
 
     hyde, contriever = retrievers.get("hyde"), retrievers.get("contriever")
     paper, card = hyde.with_profile("paper"), hyde.with_profile("card")
     assert card.key() == hyde.key()
     assert paper.index.key() == contriever.with_profile("paper").index.key() != card.index.key()
-    assert side_spec(paper.options, "q") == side_spec(contriever.with_profile("paper").options, "q")
-    assert side_spec(card.options, "q") == side_spec(contriever.options, "q")
+    assert spec_of(paper) == spec_of(contriever.with_profile("paper")) != spec_of(card)
+    assert spec_of(card) == spec_of(contriever)
 
 
 def test_generation_shows_one_progress_bar_per_pass_and_none_when_cached(tmp_path, monkeypatch, capsys):
