@@ -226,7 +226,7 @@ def build_pipeline(cell: GridCell, dataset: str | Dataset | None = None, store: 
         raise RoleError(f"{cell.name}.pipeline() needs a dataset to index, e.g. 'beir/scifact/test'")
     ds = dataset_of(dataset)
     cell = cell.for_dataset(ds)  # a profile's per-dataset values, as the grid's cell on this dataset runs them
-    inner = cell.build(ds, store or Store(), model_map, live=live) if live else cell.build(ds, store or Store(), model_map)
+    inner = cell.build(ds, store or Store(), model_map, live=live)
     if not check_queries:
         return inner
     from irgrid.runner.transforms import CheckQueries
