@@ -5,6 +5,7 @@ kind (`IndexTask`, `ShardTask`, `MergeTask`, `CellTask`), whose `run(store)` doe
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(kw_only=True)
-class Task:
+class Task(abc.ABC):
     """What a job needs to run anywhere, and its work (`run`): picklable (cloudpickle), one subclass per kind. The
     dataset carries its corpus entry, so a local (bring-your-own) collection needs no catalog in the worker.
     `settings` are applied where the job runs out of process (`irgrid.cluster.tasks.execute`)."""
@@ -41,10 +42,10 @@ class Task:
     dataset: Dataset
     model_map: dict[str, str] = field(default_factory=dict)
 
+    @abc.abstractmethod
     def run(self, store: Store, topics: Mapping[str, pd.DataFrame] | None = None) -> Any:
         """Do this job's work against `store` (the shared cache, under its locks). `topics`: the queries the grid
         has read already, by dataset name, when the job runs in the grid's own process."""
-        raise NotImplementedError
 
 
 @dataclass(kw_only=True)
