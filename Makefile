@@ -17,7 +17,7 @@ export IRGRID_CACHE ?= $(abspath .cache/irgrid)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install quickstart test test-all test-fast lint docs bench bench-scale clean qa-replay qa-judges lab notebook
+.PHONY: install quickstart test test-all test-fast wheel-check lint docs bench bench-scale clean qa-replay qa-judges lab notebook
 
 install: $(STAMP)
 
@@ -56,6 +56,11 @@ test-all: install
 
 test-fast: install
 	$(BIN)/python -m pytest -x -q -rs --durations=10 tests/unit
+
+# The package as users install it: sdist, wheel from the sdist, every package folder in it, installed into a fresh
+# venv and run from outside the checkout (`irgrid list`, `irgrid datasets`, a tiny BM25 PISA grid on Vaswani).
+wheel-check: install
+	PYTHON=$(abspath $(BIN)/python) .ci/wheel-check
 
 # Style and architecture: ruff, the import-layer contract (pyproject [tool.importlinter]) and no import cycle.
 lint: install
