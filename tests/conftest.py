@@ -16,6 +16,7 @@ Expensive indexes (dense, SPLADE) are built once per session in a shared cache.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -46,6 +47,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 _session_tmp = Path(tempfile.mkdtemp(prefix="irgrid-tests-"))
 os.environ["IR_DATASETS_HOME"] = str(_session_tmp / "irds")
 os.environ["IRGRID_CACHE"] = str(_session_tmp / "cache")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The session's ir_datasets home and cache go with it (a copy of the staged collections, indexes: GBs over
+    many sessions otherwise)."""
+    shutil.rmtree(_session_tmp, ignore_errors=True)
 
 
 # -- tiers ----------------------------------------------------------------------------------------------------

@@ -76,8 +76,14 @@ def test_fusion_grid_semantics_caching_and_rerun(fresh_store, tmp_path, monkeypa
 
     value = results.set_index(["system", "measure"])["value"]
     assert value["cut", "nDCG@10"] == pytest.approx(value["bm25-pisa", "nDCG@10"], abs=1e-9)
-    assert results.set_index(["system", "measure"]).loc[("fuse", "AP"), "p_value"] == \
-        results.set_index(["system", "measure"]).loc[("fuse", "AP"), "p_value"]  # tested against the baseline
+    # fuse is tested against the baseline: its p-value is the paired t-test of the per-query AP, recomputed here
+    from scipy.stats import ttest_rel
+
+    perq = pd.read_csv(tmp_path / "a" / "perquery.csv", dtype={"qid": str})
+    ap = perq[perq.measure == "AP"].pivot_table(index="qid", columns="system", values="value")
+    assert len(ap) == 20 and (ap["fuse"] != ap["bm25-pisa"]).any()
+    p_fuse = results.set_index(["system", "measure"]).loc[("fuse", "AP"), "p_value"]
+    assert p_fuse == pytest.approx(ttest_rel(ap["fuse"], ap["bm25-pisa"]).pvalue, rel=1e-9)
 
     # the second run recomputes nothing and writes identical results
     monkeypatch.setattr(cell_mod, "build_pipeline", lambda *a, **k: pytest.fail("recomputed a cached cell"))

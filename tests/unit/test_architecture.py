@@ -128,3 +128,66 @@ def test_docs_layout_lists_every_module():
     listed = set(re.findall(r"\[`(irgrid(?:\.\w+)*)`\]", docs_render().layout_page()))
     missing = sorted(set(_modules()) - listed)
     assert not missing, f"the docs' Layout page misses {missing}"
+
+
+def _defines(tree: ast.AST, name: str) -> ast.AST | None:
+    """The node that binds `name` at the top of `tree`'s body (a def, class, assignment or import), else None."""
+    for node in getattr(tree, "body", []):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return node
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(n.id == name for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)):
+                return node
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                (a.asname or a.name.split(".")[0]) == name for a in node.names):
+            return node
+        if isinstance(node, (ast.If, ast.Try)):  # `if TYPE_CHECKING:`, `try: import ...`
+            found = _defines(node, name)
+            if found is not None:
+                return found
+    return None
+
+
+def _resolves(dotted: str, mods: dict[str, Path]) -> bool:
+    """Statically (no import: a module may need torch): the longest module prefix, then names bound in it, a
+    class's attributes after a class."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        module = ".".join(parts[:cut])
+        if module in mods:
+            break
+    else:
+        return False
+    node: ast.AST | None = ast.parse(mods[module].read_text())
+    for name in parts[cut:]:
+        if node is None or not isinstance(node, (ast.Module, ast.ClassDef)):
+            return False
+        found = _defines(node, name)
+        if found is None and isinstance(node, ast.Module) and f"{module}.{name}" in mods:
+            return True
+        node = found
+    return node is not None
+
+
+def test_every_dotted_name_in_a_module_docstring_resolves():
+    """`irgrid.x.y` in a module's docstring names a module, or something defined in one (or an entry-point group):
+    a renamed or moved module leaves no stale pointer in the docs (the API pages are built from these docstrings)."""
+    import tomllib
+
+    mods = _modules()
+    # an entry-point group (`irgrid.entries`) is a name in pyproject.toml, not a module
+    groups = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"])
+    stale = []
+    for module, path in sorted(mods.items()):
+        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+        for dotted in re.findall(r"`?(irgrid(?:\.[A-Za-z_]\w*)+)", doc):
+            if dotted not in groups and not _resolves(dotted, mods):
+                stale.append(f"{module}: {dotted}")
+    assert not stale, "module docstrings name what does not exist:\n" + "\n".join(stale)
+
+
+def test_a_stale_dotted_name_is_caught():
+    mods = _modules()
+    assert _resolves("irgrid.util.settings.Settings.from_env", mods) and _resolves("irgrid.pipelines.sparse", mods)
+    assert not _resolves("irgrid.util.settings.NoSuchThing", mods) and not _resolves("irgrid.nowhere", mods)
