@@ -189,7 +189,7 @@ def cmd_run(args) -> int:
     from irgrid.grid import run
     from irgrid.runner.experiment import load
     from irgrid.runner.outputs import markdown_table
-    from irgrid.store import Store
+    from irgrid.store import current as current_store
 
     try:  # a big file takes a while to read and expand: say so before the first cell (issue 32)
         size = os.path.getsize(args.experiment)
@@ -204,7 +204,7 @@ def cmd_run(args) -> int:
     if args.dry_run:  # the plan: what to stage (once each), index builds, projected GPU/CPU hours and disk
         from irgrid.runner import planning
 
-        the_plan = planning.make_plan(spec, Store())
+        the_plan = planning.make_plan(spec, current_store())
         sys.stdout.write(planning.format_csv(the_plan) if args.format == "csv"
                          else planning.format_summary(the_plan, str(args.experiment)))
         return 0
@@ -226,7 +226,7 @@ def cmd_run(args) -> int:
         from irgrid.runner import latency
 
         computed = set(zip(results["dataset"], results["system"])) if len(results) else set()
-        timings, summary = latency.measure(spec, Store(), rounds=args.latency_rounds, queries=args.latency_queries,
+        timings, summary = latency.measure(spec, current_store(), rounds=args.latency_rounds, queries=args.latency_queries,
                                            cells=computed)
         print("\nlatency pass (ms/query, median [min-max] over rounds, one process, interleaved, warm):")
         for r in summary.itertuples():
@@ -464,7 +464,6 @@ def _run_reporting_errors(args) -> int:
     """Run the command under the settings of the environment and the flags (built once; the environment is never
     edited). User errors and environment faults end in one `irgrid: error:` line (the traceback only with -v)."""
     import errno
-    import os
     import traceback
 
     from irgrid.util import settings
@@ -479,7 +478,7 @@ def _run_reporting_errors(args) -> int:
     try:
         flags = {"cache": getattr(args, "cache", None), "tiny_models": getattr(args, "tiny_models", False) or None,
                  "verbose": args.verbose or None}
-        with settings.using(settings.Settings.from_env(os.environ, **flags)):
+        with settings.using(settings.Settings.from_env(None, **flags)):
             return args.func(args)
     except Error as e:  # every user-facing irgrid error derives from irgrid.Error
         return fail(str(e))

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from irgrid import measures as measures_mod
+from irgrid import store as store_mod
 from irgrid.core.gridcell import GridCell
 from irgrid.data.datasets import Dataset, DatasetError, is_download_failure
 from irgrid.models import resolver as models_mod
@@ -101,15 +102,16 @@ def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store:
 
         spec = from_dict(spec)
     spec = spec if isinstance(spec, ExperimentSpec) else load_experiment(spec)
-    store = store or Store()
-    if out is None:
+    store = store or store_mod.current()
+    with store_mod.using(store):  # the caches below (tiny models, GGUF, generations) use this store too
+        if out is None:
+            preflight(spec, store)
+            return _run(spec, None, store, fail_fast, executor, resume)
+        out = Path(out)
+        check_out(out)
         preflight(spec, store)
-        return _run(spec, None, store, fail_fast, executor, resume)
-    out = Path(out)
-    check_out(out)
-    preflight(spec, store)
-    with _out_lock(out):
-        return _run(spec, out, store, fail_fast, executor, resume)
+        with _out_lock(out):
+            return _run(spec, out, store, fail_fast, executor, resume)
 
 
 OUT_LOCK = ".irgrid-out.lock"

@@ -28,6 +28,7 @@ import socket
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,27 @@ def file_digest(path: Path, size: int | None = None) -> str:
 def folder_manifest(folder: Path, skip: tuple[str, ...] = (MARKER, LAZY)) -> dict[str, dict[str, Any]]:
     return {str(p.relative_to(folder)): {"size": p.stat().st_size, "sha256": file_digest(p)}
             for p in sorted(folder.rglob("*")) if p.is_file() and p.name not in skip}
+
+
+_CURRENT: ContextVar[Store | None] = ContextVar("irgrid_store", default=None)
+
+
+def current() -> Store:
+    """The store every cache uses (indexes and runs, tiny models, dequantised GGUF, QA answers and embeddings,
+    generations): the one a caller gave (`grid.run(store=...)`, a QA run, the latency pass, a cluster job: they
+    make it current with `using`), else one on the settings' cache root."""
+    found = _CURRENT.get()
+    return found if found is not None else Store()
+
+
+@contextlib.contextmanager
+def using(store: Store) -> Iterator[Store]:
+    """Make `store` current for the block (this thread and task only, like `settings.using`)."""
+    token = _CURRENT.set(store)
+    try:
+        yield store
+    finally:
+        _CURRENT.reset(token)
 
 
 _VERIFIED: set[tuple[str, str, int]] = set()  # (path, digest, size) hashed in full by this process already

@@ -31,6 +31,7 @@ class TouchTask(Task):
             raise RuntimeError("touch failed on purpose")
         target = Path(store.root) / "touched"
         target.write_text(self.job_id)
+        (Path(store.root) / "environment.json").write_text(json.dumps(dict(os.environ)))  # as the job saw it
         return target
 
 
@@ -70,14 +71,19 @@ def test_execute_runs_any_task_kind_with_its_status_file_and_log(tmp_path, monke
         if not os.environ[name]:
             monkeypatch.delenv(name)
     (tmp_path / "cache").mkdir()
+    before = dict(os.environ)
     result = execute(TouchTask(job_id="touch-1", **_common(tmp_path)))
     assert result["job"] == "touch-1" and (tmp_path / "cache" / "touched").read_text() == "touch-1"
     status = json.loads((tmp_path / "out" / "jobs" / "touch-1.json").read_text())
     assert (status["status"], status["kind"], status["attempt"]) == ("done", "touch", 1)
     assert "job touch-1 (touch), attempt 1" in (tmp_path / "out" / "logs" / "touch-1.log").read_text()
-    assert os.environ["IRGRID_TEST_JOB"] == "1"  # the job's environment, applied where it runs
+    seen = json.loads((tmp_path / "cache" / "environment.json").read_text())
+    assert seen["IRGRID_TEST_JOB"] == "1"  # the job's environment, applied where it runs
+    assert seen["IR_DATASETS_HOME"] == str(tmp_path / "cache" / "irds")
+    assert dict(os.environ) == before  # and put back after it: the worker's next job starts from its own
     with pytest.raises(RuntimeError, match="on purpose"):
         execute(TouchTask(job_id="touch-1", fail=True, **_common(tmp_path)))
+    assert dict(os.environ) == before  # a failed job too
     status = json.loads((tmp_path / "out" / "jobs" / "touch-1.json").read_text())
     assert (status["status"], status["attempt"]) == ("failed", 2)
     assert status["error"] == "RuntimeError: touch failed on purpose" and "Traceback" in status["traceback"]

@@ -67,7 +67,6 @@ def roundtrip(tmp_path_factory):
     return out, results
 
 
-@pytest.mark.slow  # the roundtrip fixture: a full `irgrid report` over 33 systems, ~20 s of CPU
 def test_every_table2_aggregate_and_class(roundtrip):
     out, results = roundtrip
     t2 = pd.read_csv(REFERENCE / "paper_table2.csv").set_index("model")
@@ -95,7 +94,6 @@ def test_every_table2_aggregate_and_class(roundtrip):
     assert agg["FollowIR-Score", "bm25"] == pytest.approx(16.6793, abs=1e-4)
 
 
-@pytest.mark.slow  # the roundtrip fixture: a full `irgrid report` over 33 systems, ~20 s of CPU
 def test_the_report_says_what_it_skipped(roundtrip):
     out, _ = roundtrip
     md = (out / "report" / "report.md").read_text()

@@ -24,8 +24,9 @@ def execute(task: Task, *dependencies: Any) -> dict[str, Any]:
     for (Ray passes them; unused)."""
     from irgrid.util import settings
 
-    os.environ.update(task.settings.environment())  # read by ir_datasets, Hugging Face, Java themselves
-    with settings.using(task.settings):
+    # exported for ir_datasets, Hugging Face, Java, which read them themselves; put back afterwards (a Ray worker
+    # or a local executor's process runs other jobs next)
+    with settings.exported(task.settings.environment()), settings.using(task.settings):
         return _execute(task)
 
 
@@ -47,9 +48,11 @@ def _execute(task: Task) -> dict[str, Any]:
     try:
         log.info("job %s (%s), attempt %d, on %s pid %d", task.job_id, task.kind, attempt, base["host"], base["pid"])
         write_text_atomic(status_path, json.dumps({**base, "status": "running"}, indent=2))
-        from irgrid.store import Store
+        from irgrid import store as store_mod
 
-        task.run(Store(task.store_root))
+        store = store_mod.Store(task.store_root)
+        with store_mod.using(store):  # the job's caches (tiny models, GGUF, generations) are its grid's
+            task.run(store)
         log.info("job %s finished", task.job_id)
     except BaseException as e:
         tb = traceback.format_exc()

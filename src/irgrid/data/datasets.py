@@ -413,8 +413,8 @@ def ensure_irds_home() -> Path:
     """
     home = settings.irds_home()
     staged = settings.staged_irds_home()
-    if "ir_datasets" in sys.modules and os.environ.get("IR_DATASETS_HOME") != str(home):
-        current = os.environ.get("IR_DATASETS_HOME", "~/.ir_datasets")
+    if "ir_datasets" in sys.modules and settings.variable("IR_DATASETS_HOME") != str(home):
+        current = settings.variable("IR_DATASETS_HOME") or "~/.ir_datasets"
         if staged is not None:
             raise DatasetError(
                 f"ir_datasets was imported before irgrid configured its home ({current}): set "
@@ -432,7 +432,7 @@ def ensure_irds_home() -> Path:
             )
         _seed(staged, home)
     home.mkdir(parents=True, exist_ok=True)
-    os.environ["IR_DATASETS_HOME"] = str(home)
+    settings.export("IR_DATASETS_HOME", str(home))
     return home
 
 

@@ -32,7 +32,6 @@ Quirks of the release, checked by tests/integration/test_qa_data.py (counts are 
 from __future__ import annotations
 
 import json
-import os
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,7 +69,9 @@ def shared_root() -> Path:
 
 
 def data_dir() -> Path:
-    value = os.environ.get("IRGRID_DISASTQA")
+    from irgrid.util import settings
+
+    value = settings.variable("IRGRID_DISASTQA")
     path = Path(value).expanduser() if value else shared_root() / "datasets" / "disastqa"
     if not (path / "final_mcq").is_dir() or not (path / "final_OE").is_dir():
         raise DisastQAError(

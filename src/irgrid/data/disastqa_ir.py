@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 from collections.abc import Callable, Iterable, Iterator
 from functools import cache
@@ -157,13 +156,15 @@ DISASTIR_REPO = "DMIR01/DisastIR"
 
 def disastir_dir() -> Path:
     """IRGRID_DISASTIR (a local copy of the HF dataset), else the Hugging Face cache / hub."""
-    value = os.environ.get("IRGRID_DISASTIR")
+    from irgrid.util import settings
+
+    value = settings.variable("IRGRID_DISASTIR")
     if value:
         return Path(value).expanduser()
     try:
         from huggingface_hub import snapshot_download
 
-        offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+        offline = (settings.variable("HF_HUB_OFFLINE") or "").lower() in ("1", "true", "yes")
         return Path(snapshot_download(DISASTIR_REPO, repo_type="dataset", local_files_only=offline))
     except Exception as e:  # not cached offline, or no network
         raise data.DisastQAError(

@@ -12,7 +12,6 @@ import dataclasses
 import functools
 import json
 import logging
-import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ if TYPE_CHECKING:
     from irgrid.core.modelref import Resolved
 from irgrid.dense.model import SideModel
 from irgrid.dense.spec import EncoderSpec
+from irgrid.util import settings
 from irgrid.util.settings import SettingsError
 
 log = logging.getLogger("irgrid")
@@ -56,7 +56,7 @@ class EncodeStats:
 def default_chunk_size() -> int:
     """Documents per encoding chunk (IRGRID_ENCODE_CHUNK, default 4096). Batches never cross a chunk, so shards
     that start on a chunk boundary encode exactly as one process would (irgrid.cluster.sharding)."""
-    value = int(os.environ.get("IRGRID_ENCODE_CHUNK") or 4096)
+    value = int(settings.variable("IRGRID_ENCODE_CHUNK") or 4096)
     if value < 1:
         raise SettingsError(f"IRGRID_ENCODE_CHUNK must be a positive whole number, got {value}")
     return value

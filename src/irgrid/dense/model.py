@@ -4,7 +4,6 @@ the forward pass and pooling (CLS, mean, last token, latent attention, ColBERT t
 from __future__ import annotations
 
 import logging
-import os
 import string
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +20,7 @@ from irgrid.dense.checkpoints import (
 )
 from irgrid.dense.spec import EncoderSpec
 from irgrid.models.loading import CheckpointMismatchError
+from irgrid.util import settings
 
 if TYPE_CHECKING:
     from irgrid.core.modelref import Resolved
@@ -70,7 +70,7 @@ class SideModel:
         for part in [self.head, *self.dense]:
             if part is not None:
                 part.to(device=device, dtype=dtype).eval()
-        if os.environ.get("IRGRID_COMPILE", "").lower() in ("1", "true", "yes"):
+        if (settings.variable("IRGRID_COMPILE") or "").lower() in ("1", "true", "yes"):
             self.model = torch.compile(self.model, dynamic=True)
         self._prefix_tokens = self._count_prefix_tokens()
         self._skip_ids = self._colbert_skiplist() if side == "d" and spec.colbert else None

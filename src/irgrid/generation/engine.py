@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 import pyterrier as pt
 
+from irgrid import store as store_mod
 from irgrid.generation.spec import Decoding, Prompt
 from irgrid.models.cache import cached_model
 from irgrid.models.devices import pick_device
@@ -75,7 +76,7 @@ class GenerationStats:
 @dataclass
 class Generator:
     """A causal LM behind a persistent cache (the store's generations area). `resolved` is an
-    `irgrid.core.modelref.Resolved`; `store` defaults to the cache at `$IRGRID_CACHE`."""
+    `irgrid.core.modelref.Resolved`; `store` defaults to the current one (`irgrid.store.current`)."""
 
     resolved: Any
     prompt: Prompt
@@ -90,7 +91,7 @@ class Generator:
 
     @functools.cached_property
     def _store(self) -> Store:
-        return self.store or Store()
+        return self.store or store_mod.current()
 
     @functools.cached_property
     def _db(self) -> sqlite3.Connection:

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from irgrid.core.modelref import ModelRef, Resolved
+from irgrid.util import settings
 from irgrid.util.errors import Error
 
 
@@ -47,9 +48,9 @@ def _gguf_folder(model_id: str, check_only: bool = False) -> tuple[str, Path] | 
     gguf = Path(next(iter(spec.submodule_search_locations))) / filename
     if not gguf.exists():
         return None
-    from irgrid.store import Store
+    from irgrid import store as store_mod
 
-    store = Store()
+    store = store_mod.current()
     folder = store.gguf_dir(model_id, dist)
     if not check_only:  # dequantised once under its lock, with a manifest (older folders: adopted)
         store.publish_folder(folder, lambda tmp: _dequantise(gguf, tmp), "gguf", legacy="config.json",
@@ -80,11 +81,11 @@ def register_local(model_id: str, path: str | os.PathLike, revision: str | None 
 
 
 def offline() -> bool:
-    return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_HUB_OFFLINE", "IRGRID_OFFLINE"))
+    return any((settings.variable(v) or "").lower() in ("1", "true", "yes") for v in ("HF_HUB_OFFLINE", "IRGRID_OFFLINE"))
 
 
 def _mapping_file() -> dict[str, str]:
-    path = os.environ.get("IRGRID_MODELS")
+    path = settings.variable("IRGRID_MODELS")
     if not path:
         return {}
     p = Path(path).expanduser()
@@ -119,9 +120,8 @@ def _hf_cache(ref: ModelRef) -> str | None:
     except ImportError:
         return None
     # read the cache location now (huggingface_hub fixes it at import; notebooks may change it later)
-    cache_dir = os.environ.get("HF_HUB_CACHE") or (
-        str(Path(os.environ["HF_HOME"]) / "hub") if os.environ.get("HF_HOME") else None
-    )
+    hf_home = settings.variable("HF_HOME")
+    cache_dir = settings.variable("HF_HUB_CACHE") or (str(Path(hf_home) / "hub") if hf_home else None)
     try:
         return snapshot_download(ref.id, revision=ref.revision, local_files_only=True, cache_dir=cache_dir)
     except Exception:  # not cached (the hub library raises several types for this)
@@ -203,7 +203,7 @@ def hub_unreachable(timeout: float = 5.0) -> str | None:
     import urllib.error
     import urllib.request
 
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+    endpoint = (settings.variable("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
     try:
         urllib.request.urlopen(urllib.request.Request(f"{endpoint}/api/models?limit=1", method="HEAD"),
                                timeout=timeout)

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from irgrid import store as store_mod
 from irgrid.core import entries
 from irgrid.core.retrievers import EntryError
-from irgrid.store import Store
 from irgrid.util.errors import Error
 from irgrid.util.hashing import config_hash
 from irgrid.util.registry import DuplicateNameError
@@ -128,7 +128,7 @@ def tiny_folder(model_id: str, arch: str, parts: tuple[tuple[str, Any], ...] = (
     if arch not in ARCHITECTURES:
         raise EntryError(f"no tiny architecture {arch!r} (for {model_id}); known: {', '.join(sorted(ARCHITECTURES))}")
     key = config_hash({"id": model_id, "arch": arch, "parts": [list(p) for p in parts], "v": 1})
-    store = Store()
+    store = store_mod.current()
     folder = store.tiny_model_dir(model_id, arch, key)
     if not build:
         return folder

@@ -488,11 +488,19 @@ def markdown(spec: QASpec, results: pd.DataFrame, retrieval: pd.DataFrame, info:
 
 
 def run(spec: QASpec | str | Path, out: str | Path | None = None, store=None) -> pd.DataFrame:
+    """Run a QA experiment; `store` (default: the current one) is the one every cache below uses (answers,
+    generations, embeddings, dequantised GGUF readers)."""
+    from irgrid import store as store_mod
+
+    store = store or store_mod.current()
+    with store_mod.using(store):
+        return _run(spec, out, store)
+
+
+def _run(spec: QASpec | str | Path, out: str | Path | None, store) -> pd.DataFrame:
     from irgrid.runner.outputs import git_sha, package_versions
-    from irgrid.store import Store
 
     spec = spec if isinstance(spec, QASpec) else load(spec)
-    store = store or Store()
     items = sample_items(spec)
     dataset = derived_dataset(spec, items)
     answers, manifest_models = run_cells(spec, items, dataset, store)

@@ -104,13 +104,13 @@ class EmbeddingCache:
     is encoded once, whichever judge, replay or test asks for it; each chunk is one transaction."""
 
     def __init__(self, location: str, model_key: str, device: str | None = None, batch_size: int = 64):
-        from irgrid.store import Store
+        from irgrid import store as store_mod
 
         self.location = location
         self.device = device
         self.batch_size = batch_size
         self._model = None
-        store = Store()
+        store = store_mod.current()
         self.path = store.embeddings_db(model_key)
         self.db = store.open_sqlite(self.path, "CREATE TABLE IF NOT EXISTS emb (h TEXT PRIMARY KEY, v BLOB)")
 

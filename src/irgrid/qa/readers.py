@@ -15,7 +15,6 @@ each model was loaded from.
 from __future__ import annotations
 
 import functools
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ import pyterrier as pt
 
 from irgrid.core.modelref import ModelRef
 from irgrid.qa import reader_prompts as prompts
+from irgrid.util import settings
 from irgrid.util.errors import Error
 from irgrid.util.registry import Registry
 
@@ -118,7 +118,7 @@ def build_backend(entry: Reader, location: str, device: str | None = None):
     if entry.backend == "openai":
         from pyterrier_rag.backend import OpenAIBackend
 
-        key = os.environ.get(entry.api_key_env)
+        key = settings.api_key(entry.api_key_env)
         if not key:
             raise ReaderError(f"reader {entry.name!r} calls an API: set {entry.api_key_env}")
         return OpenAIBackend(entry.model.id, api_key=key, base_url=entry.base_url,

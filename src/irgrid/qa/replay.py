@@ -303,12 +303,12 @@ def _oe_base(g: pd.DataFrame) -> pd.DataFrame:
 def _cached(key: str, compute, what: str, stats: dict[str, Any]) -> pd.DataFrame:
     """A cell part from the store's QA area (`qa/replay/`), or computed (by one job, under its lock), timed and
     published when absent."""
-    from irgrid.store import Store
+    from irgrid import store as store_mod
 
     start = time.perf_counter()
     # 15 significant digits (pandas' maximum; its default of 10 would move cached means by ~1e-12)
-    part, computed = Store().qa_answers(key, compute, f"replay {what}", area="replay", precision=15,
-                                        dtype={"qid": str, "model": str, "setting": str})
+    part, computed = store_mod.current().qa_answers(key, compute, f"replay {what}", area="replay", precision=15,
+                                                    dtype={"qid": str, "model": str, "setting": str})
     if not computed:
         log.info("replay %s: cached", what)
         stats["cached"] += 1

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from irgrid import store as store_mod
 from irgrid.core import modelref as modelref_mod
 from irgrid.core.gridcell import GridCell
 from irgrid.core.retrievers import BuildContext, IndexRecipe, Retriever
@@ -226,7 +227,7 @@ def build_pipeline(cell: GridCell, dataset: str | Dataset | None = None, store: 
         raise RoleError(f"{cell.name}.pipeline() needs a dataset to index, e.g. 'beir/scifact/test'")
     ds = dataset_of(dataset)
     cell = cell.for_dataset(ds)  # a profile's per-dataset values, as the grid's cell on this dataset runs them
-    inner = cell.build(ds, store or Store(), model_map, live=live)
+    inner = cell.build(ds, store or store_mod.current(), model_map, live=live)
     if not check_queries:
         return inner
     from irgrid.runner.transforms import CheckQueries

@@ -962,14 +962,14 @@ def build_scorer(entry: Retriever, dataset: Any, store: Store | None = None,
                  model_map: Mapping[str, str] | None = None) -> Any:
     """The entry in re-ranking position on a dataset: the very scorer a pipeline expression uses after `>>`
     (the entry's indexed vectors when its index is in the cache, else the candidates' texts)."""
+    from irgrid import store as store_mod
     from irgrid.runner.cell import dataset_of
     from irgrid.runner.roles import RoleError, Scorer
-    from irgrid.store import Store
 
     if dataset is None:
         raise RoleError(f"{entry.name}.scorer() needs a dataset, e.g. 'beir/scifact/test'")
     ds = dataset_of(dataset)
     if not can_score(entry):
         raise RoleError(f"{entry.name}.scorer(): {_scorer_hint(entry)}")
-    return Scorer(entry, _scorer(entry, ds, store or Store(), dict(model_map or {})))
+    return Scorer(entry, _scorer(entry, ds, store or store_mod.current(), dict(model_map or {})))
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from irgrid import store as store_mod
 from irgrid.runner.cell import build_pipeline, hardware
 from irgrid.runner.transforms import latency_accounting
 from irgrid.store import Store
@@ -39,13 +40,20 @@ def measure(spec: Any, store: Store | None = None, rounds: int = 5, queries: int
             cells: set[tuple[str, str]] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(every timing, its summary per dataset and system). `queries`: the first N queries of each dataset (all
     when None); the same ones for every system. `cells`: only these (dataset, system) pairs (those a grid
-    computed); a system whose pipeline fails to build is named in `summary.attrs["skipped"]`, the others go on."""
+    computed); a system whose pipeline fails to build is named in `summary.attrs["skipped"]`, the others go on.
+    `store` (default: the current one) is current for every cache the pipelines open."""
+    store = store or store_mod.current()
+    with store_mod.using(store):
+        return _measure(spec, store, rounds, queries, cells)
+
+
+def _measure(spec: Any, store: Store, rounds: int, queries: int | None,
+             cells: set[tuple[str, str]] | None) -> tuple[pd.DataFrame, pd.DataFrame]:
     import logging
     import traceback
 
     if rounds < 1:
         raise SettingsError(f"the latency pass needs at least 1 round, not {rounds}")
-    store = store or Store()
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     rows, skipped = [], []
     for dataset in spec.datasets:

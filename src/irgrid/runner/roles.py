@@ -44,13 +44,13 @@ def _dataset(dataset: Any, what: str) -> Dataset:
 def build_indexer(entry: Retriever, dataset: Any, store: Store | None, model_map: Mapping[str, str] | None,
                   ensure: Callable[..., Path]) -> Indexer:
     """`ensure`: the runner's `ensure_index` (locks, verification, manifests), handed in by irgrid.runner.cell."""
-    from irgrid.store import Store
+    from irgrid import store as store_mod
 
     ds = _dataset(dataset, f"{entry.name}.indexer()")
     if entry.index is None:
         raise RoleError(f"{entry.name}.indexer(): {entry.name!r} builds no index (it scores or rewrites at query "
                         f"time); use {entry.name}.retriever(ds) or .scorer(ds)")
-    return Indexer(entry, ds, store or Store(), dict(model_map or {}), ensure)
+    return Indexer(entry, ds, store or store_mod.current(), dict(model_map or {}), ensure)
 
 
 class Scorer(pt.Transformer):

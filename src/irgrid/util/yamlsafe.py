@@ -7,7 +7,6 @@ line. PyYAML has no switch for either, hence this small loader subclass.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +69,9 @@ def _strict_load(text: str) -> Any:
 
 
 def max_bytes() -> int:
-    value = os.environ.get("IRGRID_MAX_EXPERIMENT_BYTES")
+    from irgrid.util import settings
+
+    value = settings.variable("IRGRID_MAX_EXPERIMENT_BYTES")
     return int(value) if value and value.isdigit() else MAX_BYTES
 
 
