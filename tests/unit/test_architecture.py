@@ -4,6 +4,7 @@ concern per module, and the docs' generated Layout page listing every module."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -149,6 +150,11 @@ def _defines(tree: ast.AST, name: str) -> ast.AST | None:
     return None
 
 
+@functools.cache
+def _parsed(path: Path) -> ast.Module:
+    return ast.parse(path.read_text())
+
+
 def _resolves(dotted: str, mods: dict[str, Path]) -> bool:
     """Statically (no import: a module may need torch): the longest module prefix, then names bound in it, a
     class's attributes after a class."""
@@ -159,7 +165,7 @@ def _resolves(dotted: str, mods: dict[str, Path]) -> bool:
             break
     else:
         return False
-    node: ast.AST | None = ast.parse(mods[module].read_text())
+    node: ast.AST | None = _parsed(mods[module])
     for name in parts[cut:]:
         if node is None or not isinstance(node, (ast.Module, ast.ClassDef)):
             return False
@@ -180,7 +186,7 @@ def test_every_dotted_name_in_a_module_docstring_resolves():
     groups = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"])
     stale = []
     for module, path in sorted(mods.items()):
-        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+        doc = ast.get_docstring(_parsed(path)) or ""
         for dotted in re.findall(r"`?(irgrid(?:\.[A-Za-z_]\w*)+)", doc):
             if dotted not in groups and not _resolves(dotted, mods):
                 stale.append(f"{module}: {dotted}")
