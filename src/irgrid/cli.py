@@ -182,7 +182,6 @@ def cmd_run(args) -> int:
     from irgrid.util import settings
 
     settings.device()  # an accelerator asked for (IRGRID_DEVICE) is checked once, before any work
-    settings.use_irds_home()  # the cache's own (--cache/irds) unless IR_DATASETS_HOME is set, as documented
     if settings.tiny_models():
         print("irgrid: TINY-MODEL MODE: every checkpoint with a declared architecture is a tiny random-weight model;"
               " these numbers check wiring only and are not results", file=sys.stderr)

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 def python_pipeline(cell: GridCell, dataset: Any = None, **kwargs: Any) -> Any:
     """The Python door's builder: the cell's pipeline on a dataset, every query checked to be text
     (`build_pipeline`'s keywords: store, model_map, check_queries)."""
-    settings.use_irds_home()  # on first use, never at import (importing irgrid changes no environment variable)
     return build_pipeline(cell, dataset, **kwargs)
 
 
