@@ -60,7 +60,6 @@ def pipeline(entry: str | GridCell, dataset: Any = None, names: dict[str, Any] |
     `names` gives an expression the file's own `as:` names: `names={"casc": irgrid.pipeline("bm25 % 100 >> ...",
     ds), "k12": irgrid.retriever("bm25").with_options(k1=1.2)}`, then `irgrid.pipeline("casc % 10", ds, names)`."""
     from irgrid.runner.build import python_pipeline
-    from irgrid.util import settings
 
     if isinstance(entry, str):
         from irgrid.runner import expressions
