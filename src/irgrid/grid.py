@@ -262,7 +262,7 @@ def evaluate(spec: ExperimentSpec, store: Store, out: Path | None, data: dict[st
         cells_by_dataset[dataset.name] = []
         if dataset.name not in data:
             continue
-        for retriever in spec.retrievers:
+        for retriever in spec.cells_on(dataset):
             if (dataset.name, retriever.name) in failed:
                 continue
             try:
@@ -361,33 +361,31 @@ def plan(spec: ExperimentSpec, store: Store) -> list[dict[str, Any]]:
                  len(spec.retrievers))
     bar = tqdm(total=total, desc="checking the cache", unit="cell", file=progress_stream(), leave=False,
                disable=total < PLAN_PROGRESS_CELLS, mininterval=0.5 if progress_stream().isatty() else 30)
-    for dataset in spec.datasets:
-        for retriever in spec.retrievers:
-            bar.update()
-            retriever = retriever.for_dataset(dataset)  # the profile's per-dataset values: the cell's own key
-            try:  # keys read the staged copy (verified, copied again when damaged): a full cache disk fails here
-                row: dict[str, Any] = {
-                    "dataset": dataset.name, "retriever": retriever.name,
-                    "run_cached": store.has_run(retriever, dataset),
-                    "index_cached": retriever.index is None or store.index_ready(retriever.index, dataset),
-                    "status": "cached", "reason": "", "est_seconds": 0.0}
-            except (OSError, DatasetError) as e:
-                rows.append({"dataset": dataset.name, "retriever": retriever.name, "run_cached": False,
-                             "index_cached": False, "status": "unresolvable", "reason": f"data: {_data_error(dataset, e)}",
-                             "est_seconds": None})
-                continue
-            if not row["run_cached"]:
-                row["status"] = "to run"
-                try:
-                    resolve_models(retriever.all_models(), spec.models, check_only=True)  # makes nothing
-                except models_mod.ModelUnavailableError as e:
-                    row["status"], row["reason"] = "unresolvable", str(e)
-                if not row["index_cached"] and row["status"] == "to run":
-                    ok, why = docs_ok.setdefault(dataset.corpus, dataset.docs_available())
-                    if not ok:
-                        row["status"], row["reason"] = "unresolvable", f"data: {why}"
-                row["est_seconds"] = _estimate(retriever, dataset, row["index_cached"], index_rate, query_ms)
-            rows.append(row)
+    for dataset, retriever in spec.cells():
+        bar.update()
+        try:  # keys read the staged copy (verified, copied again when damaged): a full cache disk fails here
+            row: dict[str, Any] = {
+                "dataset": dataset.name, "retriever": retriever.name,
+                "run_cached": store.has_run(retriever, dataset),
+                "index_cached": retriever.index is None or store.index_ready(retriever.index, dataset),
+                "status": "cached", "reason": "", "est_seconds": 0.0}
+        except (OSError, DatasetError) as e:
+            rows.append({"dataset": dataset.name, "retriever": retriever.name, "run_cached": False,
+                         "index_cached": False, "status": "unresolvable", "reason": f"data: {_data_error(dataset, e)}",
+                         "est_seconds": None})
+            continue
+        if not row["run_cached"]:
+            row["status"] = "to run"
+            try:
+                resolve_models(retriever.all_models(), spec.models, check_only=True)  # makes nothing
+            except models_mod.ModelUnavailableError as e:
+                row["status"], row["reason"] = "unresolvable", str(e)
+            if not row["index_cached"] and row["status"] == "to run":
+                ok, why = docs_ok.setdefault(dataset.corpus, dataset.docs_available())
+                if not ok:
+                    row["status"], row["reason"] = "unresolvable", f"data: {why}"
+            row["est_seconds"] = _estimate(retriever, dataset, row["index_cached"], index_rate, query_ms)
+        rows.append(row)
     bar.close()
     return rows
 
@@ -421,8 +419,7 @@ def preflight(spec: ExperimentSpec, store: Store) -> None:
     dataset's own measures do not parse."""
     for dataset in spec.datasets:
         spec.measures_for(dataset)
-        for retriever in spec.retrievers:
-            retriever = retriever.for_dataset(dataset)  # the profile's per-dataset values: the cell's own key
+        for retriever in spec.cells_on(dataset):
             try:
                 cached = store.has_run(retriever, dataset)
             except (OSError, DatasetError):  # the data itself (a full cache disk): that dataset's cells record it

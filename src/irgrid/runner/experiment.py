@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +70,20 @@ class ExperimentSpec:
     latency_sample: int = 50  # queries timed one at a time for p50/p95 latency
     aggregates: list[str] = field(default_factory=list)  # the paper's aggregate columns (BEIR, LoTTE, ...)
     self_matches: str = "catalog"  # SELF_MATCH_RULES
+
+    def cells_on(self, dataset: ds_mod.Dataset) -> list[GridCell]:
+        """The grid's cells on `dataset`, each bound to it (a profile's per-dataset values applied, so its key, run
+        and index folder are the ones it runs with). Everything that plans, checks, runs, evaluates or times a cell
+        takes it from here (or `cells`): binding in one place is what keeps the dry run's keys the grid's."""
+        return [r.for_dataset(dataset) for r in self.retrievers]
+
+    def cells(self, datasets: Collection[str] | None = None) -> Iterator[tuple[ds_mod.Dataset, GridCell]]:
+        """(dataset, cell bound to it) for every cell of the grid, dataset by dataset in the file's order;
+        `datasets`: only those datasets' cells."""
+        for dataset in self.datasets:
+            if datasets is None or dataset.name in datasets:
+                for cell in self.cells_on(dataset):
+                    yield dataset, cell
 
     def measures_for(self, dataset: ds_mod.Dataset) -> list[Any]:
         if self.measures:

@@ -301,7 +301,7 @@ def make_plan(spec: Any, store: Store) -> Plan:
         docs = _count(corpus.counts.docs or dataset.counts.docs, corpus.docs_count)
         queries = _count(dataset.sample[0] if dataset.sample else dataset.counts.queries,
                          lambda d=dataset: d.irds().queries_count())
-        for r in spec.retrievers:
+        for r in spec.cells_on(dataset):  # bound to the dataset: the keys and folders the grid uses
             row: dict[str, Any] = {"dataset": dataset.name, "retriever": r.name, "family": r.family,
                                    "status": "cached", "index": "-", "missing_models": " ".join(model_ok[r.name]),
                                    "missing_data": "", "cpu_s": 0.0, "gpu_s": 0.0, "disk_bytes": 0.0, "source": ""}
