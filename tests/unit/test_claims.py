@@ -55,11 +55,11 @@ def small(tmp_path_factory):
 
 
 def test_beats(big, small):
-    s, c = _check(big, _claim("beats", a="strong", b="bm25", on=D1), _claim("beats", a="weak", b="bm25", on=D1))
+    s, c = _check(big, _claim("beats", a="strong", b="bm25", dataset=D1), _claim("beats", a="weak", b="bm25", dataset=D1))
     assert (s.verdict, c.verdict) == ("supported", "contradicted")
     assert s.effect == pytest.approx(0.2, abs=0.02) and s.ci_low < s.effect < s.ci_high and s.p < 1e-10
     assert s.n == 200 and s.basis == "per-query" and not s.lacking
-    (tiny,) = _check(small, _claim("beats", a="close", b="bm25", on=D1))
+    (tiny,) = _check(small, _claim("beats", a="close", b="bm25", dataset=D1))
     assert tiny.verdict == "inconclusive" and tiny.n == 3 and tiny.p > 0.05
 
 
@@ -70,36 +70,36 @@ def test_beats_without_per_query_values_names_them(big, tmp_path):
     res.to_csv(out / "results.csv", index=False)
     pd.DataFrame(columns=["dataset", "system", "measure", "qid", "value"]).to_csv(out / "perquery.csv", index=False)
     (out / "manifest.json").write_text((big / "manifest.json").read_text())
-    (v,) = _check(out, _claim("beats", a="strong", b="bm25", on=D1))
+    (v,) = _check(out, _claim("beats", a="strong", b="bm25", dataset=D1))
     assert v.verdict == "inconclusive" and v.basis == "means" and v.p is None
     assert v.effect == pytest.approx(0.2, abs=0.02)
     assert any("per-query" in x and "strong" in x for x in v.lacking)
-    (gone,) = _check(out, _claim("beats", a="strong", b="bm25", on=D2), datasets=(D1, D2, D3))
+    (gone,) = _check(out, _claim("beats", a="strong", b="bm25", dataset=D2), datasets=(D1, D2, D3))
     res[~((res.dataset == D2) & (res.system == "strong"))].to_csv(out / "results.csv", index=False)
-    (gone,) = _check(out, _claim("beats", a="strong", b="bm25", on=D2))
+    (gone,) = _check(out, _claim("beats", a="strong", b="bm25", dataset=D2))
     assert gone.verdict == "inconclusive" and gone.lacking == [f"{D2} strong {M}"]
 
 
 def test_best(big, small):
-    sup, con = _check(big, _claim("best", system="strong", on=[D1, D2, D3], at_least=3),
-                      _claim("best", system="close", on=[D1, D2, D3], at_least=1))
+    sup, con = _check(big, _claim("best", system="strong", datasets=[D1, D2, D3], at_least=3),
+                      _claim("best", system="close", datasets=[D1, D2, D3], at_least=1))
     assert sup.verdict == "supported" and sup.effect == 3
     assert con.verdict == "contradicted" and "beaten by strong" in con.detail
-    (inc,) = _check(small, _claim("best", system="strong", on=[D1, D2], at_least=2))
+    (inc,) = _check(small, _claim("best", system="strong", datasets=[D1, D2], at_least=2))
     assert inc.verdict == "inconclusive"  # 3 queries: the corrected tests cannot separate it from 'close'
 
 
 def test_best_with_a_system_the_grid_lacks_is_not_supported(big):
-    (v,) = _check(big, _claim("best", system="strong", on=[D1], at_least=1), systems=[*SYSTEMS, "absent"])
+    (v,) = _check(big, _claim("best", system="strong", datasets=[D1], at_least=1), systems=[*SYSTEMS, "absent"])
     assert v.verdict == "inconclusive" and any("absent" in x for x in v.lacking)
 
 
 def test_equivalent(big, small):
-    sup, con = _check(big, _claim("equivalent", a="close", b="bm25", on=D1, delta=0.01),
-                      _claim("equivalent", a="strong", b="bm25", on=D1, delta=0.01))
+    sup, con = _check(big, _claim("equivalent", a="close", b="bm25", dataset=D1, delta=0.01),
+                      _claim("equivalent", a="strong", b="bm25", dataset=D1, delta=0.01))
     assert sup.verdict == "supported" and sup.p < 0.05 and -0.01 < sup.ci_low < sup.ci_high < 0.01
     assert con.verdict == "contradicted" and con.ci_low > 0.01
-    (inc,) = _check(small, _claim("equivalent", a="close", b="bm25", on=D1, delta=0.01))
+    (inc,) = _check(small, _claim("equivalent", a="close", b="bm25", dataset=D1, delta=0.01))
     assert inc.verdict == "inconclusive" and inc.n == 3
 
 
@@ -113,12 +113,12 @@ def test_beats_on_average(big, small):
 
 
 def test_rank(big, small):
-    first, last, wrong = _check(big, _claim("rank", system="strong", on=D1, rank=1),
-                                _claim("rank", system="weak", on=D1, rank=4),
-                                _claim("rank", system="weak", on=D1, top=2))
+    first, last, wrong = _check(big, _claim("rank", system="strong", dataset=D1, rank=1),
+                                _claim("rank", system="weak", dataset=D1, rank=4),
+                                _claim("rank", system="weak", dataset=D1, top=2))
     assert first.verdict == "supported" and (first.ci_low, first.ci_high) == (1, 1)
     assert last.verdict == "supported" and wrong.verdict == "contradicted"
-    (inc,) = _check(small, _claim("rank", system="close", on=D1, rank=2))
+    (inc,) = _check(small, _claim("rank", system="close", dataset=D1, rank=2))
     assert inc.verdict == "inconclusive" and inc.ci_low <= 2 <= inc.ci_high and inc.ci_low < inc.ci_high
 
 
@@ -134,7 +134,7 @@ def _latency(lo_a: float, hi_a: float, lo_b: float, hi_b: float) -> pd.DataFrame
 def test_latency_from_a_latency_pass(tmp_path, spread, verdict):
     pq = {(D1, s, M): noisy(0.5, 5, seed=i) for i, s in enumerate(["bm25", "strong"])}
     out = write_grid(tmp_path / "lat", pq, "bm25", latency=_latency(*spread))
-    (v,) = _check(out, _claim("latency", a="strong", b="bm25", at_least=10, on=D1), systems=["bm25", "strong"])
+    (v,) = _check(out, _claim("latency", a="strong", b="bm25", at_least=10, datasets=D1), systems=["bm25", "strong"])
     assert v.verdict == verdict and v.basis == "spread" and v.ci_low <= v.effect <= v.ci_high
 
 
@@ -167,37 +167,38 @@ def _jaccard_grid(tmp_path: Path, systems: dict[str, str], n_queries: int = 40) 
 def test_jaccard(tmp_path):
     fams = {f"x{i}": "x" for i in range(4)} | {f"y{i}": "y" for i in range(4)}
     out = _jaccard_grid(tmp_path / "j", fams)
-    (v,) = _check(out, _claim("jaccard", on=D1), systems=list(fams))
+    (v,) = _check(out, _claim("jaccard", datasets=D1), systems=list(fams))
     assert v.verdict == "supported" and v.effect > 0.5 and v.p < 0.05 and v.n == 8
     swapped = {s: "x" if s in ("x0", "y0", "x1", "y1") else "y" for s in fams}  # groups that cut across
-    (c,) = _check(out, _claim("jaccard", on=D1, groups={"g1": ["x0", "y0", "x1", "y1"],
+    (c,) = _check(out, _claim("jaccard", datasets=D1, groups={"g1": ["x0", "y0", "x1", "y1"],
                                                          "g2": ["x2", "y2", "x3", "y3"]}), systems=list(fams))
     assert c.verdict in ("contradicted", "inconclusive") and c.effect < 0 and swapped
     small = _jaccard_grid(tmp_path / "js", {"x0": "x", "x1": "x", "y0": "y"})
-    (inc,) = _check(small, _claim("jaccard", on=D1), systems=["x0", "x1", "y0"])
+    (inc,) = _check(small, _claim("jaccard", datasets=D1), systems=["x0", "x1", "y0"])
     assert inc.verdict == "inconclusive" and inc.effect > 0 and inc.p > 0.05  # 3 systems: 3 labelings at most
 
 
 def test_jaccard_without_runs_names_them(big):
-    (v,) = _check(big, _claim("jaccard", on=D1))
+    (v,) = _check(big, _claim("jaccard", datasets=D1))
     assert v.verdict == "inconclusive" and f"run {D1} strong" in v.lacking
 
 
 @pytest.mark.parametrize("item,message", [
-    (_claim("beats", a="stron", b="bm25", on=D1), "Did you mean 'strong'"),
-    (_claim("beats", a="strong", b="bm25", on="beir/scifakt/test"), "Did you mean 'beir/scifact/test'"),
-    (_claim("beats", a="strong", b="bm25", on="BEIR"), "beats_on_average"),
-    (_claim("beats", a="strong", b="strong", on=D1), "two different retrievers"),
+    (_claim("beats", a="stron", b="bm25", dataset=D1), "Did you mean 'strong'"),
+    (_claim("beats", a="strong", b="bm25", dataset="beir/scifakt/test"), "Did you mean 'beir/scifact/test'"),
+    (_claim("beats", a="strong", b="bm25", dataset="BEIR"), "beats_on_average"),
+    (_claim("beats", a="strong", b="strong", dataset=D1), "two different retrievers"),
     ({"text": "t", "source": "s"}, "exactly one form"),
-    ({"text": "t", "source": "s", **_claim("rank", system="strong", on=D1, rank=1),
-      **_claim("beats", a="strong", b="bm25", on=D1)}, "exactly one form"),
+    ({"text": "t", "source": "s", "beats": {"a": "strong", "b": "bm25", True: D1}}, "YAML takes `on:`"),
+    ({"text": "t", "source": "s", **_claim("rank", system="strong", dataset=D1, rank=1),
+      **_claim("beats", a="strong", b="bm25", dataset=D1)}, "exactly one form"),
     ({"text": "t", "beats": {"a": "strong", "b": "bm25", "on": D1}}, "missing ['source']"),
-    (_claim("beats", a="strong", b="bm25", on=D1, mesure="RR"), "Did you mean 'measure'"),
-    (_claim("equivalent", a="strong", b="bm25", on=D1, delta=0), "delta must be a number > 0"),
-    (_claim("best", system="strong", on=[D1], at_least=2), "exceeds the 1 targets"),
-    (_claim("rank", system="strong", on=D1, rank=1, top=2), "exactly one of 'rank'"),
-    (_claim("jaccard", on=D1, groups={"only": ["strong"]}), "at least two groups"),
-    ({**_claim("beats", a="strong", b="bm25", on=D1), "alpha": 1.5}, "alpha must be in (0, 1)"),
+    (_claim("beats", a="strong", b="bm25", dataset=D1, mesure="RR"), "Did you mean 'measure'"),
+    (_claim("equivalent", a="strong", b="bm25", dataset=D1, delta=0), "delta must be a number > 0"),
+    (_claim("best", system="strong", datasets=[D1], at_least=2), "exceeds the 1 targets"),
+    (_claim("rank", system="strong", dataset=D1, rank=1, top=2), "exactly one of 'rank'"),
+    (_claim("jaccard", datasets=D1, groups={"only": ["strong"]}), "at least two groups"),
+    ({**_claim("beats", a="strong", b="bm25", dataset=D1), "alpha": 1.5}, "alpha must be in (0, 1)"),
 ])
 def test_bad_claims_say_what_where_and_how(item, message):
     with pytest.raises(ClaimError) as e:
@@ -206,7 +207,7 @@ def test_bad_claims_say_what_where_and_how(item, message):
 
 
 def test_duplicate_ids_and_a_non_list():
-    item = {**_claim("beats", a="strong", b="bm25", on=D1), "id": "x"}
+    item = {**_claim("beats", a="strong", b="bm25", dataset=D1), "id": "x"}
     with pytest.raises(ClaimError, match=r"claims\[1\]: id 'x' is already claims\[0\]"):
         parse([item, item], SYSTEMS, [D1], [], "exp.yaml")
     with pytest.raises(ClaimError, match="expected a list of claims"):
@@ -217,16 +218,16 @@ def test_the_experiment_reader_checks_claims():
     from irgrid.runner.experiment import ExperimentError, from_dict
 
     base = {"datasets": [D1], "retrievers": ["bm25", "bm25-pisa"]}
-    spec = from_dict({**base, "claims": [_claim("beats", a="bm25-pisa", b="bm25", on=D1, measure="nDCG@10")]})
+    spec = from_dict({**base, "claims": [_claim("beats", a="bm25-pisa", b="bm25", dataset=D1, measure="nDCG@10")]})
     assert spec.claims[0].form == "beats" and spec.claims[0].id == "claim-1"
     with pytest.raises(ExperimentError, match="'nDCG@1O' is not a measure"):
-        from_dict({**base, "claims": [_claim("beats", a="bm25-pisa", b="bm25", on=D1, measure="nDCG@1O")]})
+        from_dict({**base, "claims": [_claim("beats", a="bm25-pisa", b="bm25", dataset=D1, measure="nDCG@1O")]})
     with pytest.raises(ExperimentError, match="Did you mean 'bm25-pisa'"):
-        from_dict({**base, "claims": [_claim("beats", a="bm25-pis", b="bm25", on=D1)]})
+        from_dict({**base, "claims": [_claim("beats", a="bm25-pis", b="bm25", dataset=D1)]})
 
 
 def test_markdown_and_json_carry_every_verdict(big):
-    vs = _check(big, _claim("beats", a="strong", b="bm25", on=D1), _claim("rank", system="weak", on=D1, rank=4))
+    vs = _check(big, _claim("beats", a="strong", b="bm25", dataset=D1), _claim("rank", system="weak", dataset=D1, rank=4))
     md = claims_mod.to_markdown(vs, "fixture")
     assert "2 supported, 0 contradicted, 0 inconclusive" in md and "| claim-1 | supported | beats |" in md
     import json

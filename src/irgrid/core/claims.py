@@ -23,42 +23,43 @@ class ClaimError(Error, ValueError):
 
 
 DEFAULT_ALPHA = 0.05
-TARGET_HINT = ("a dataset or aggregate name, or {on: NAME, measure: MEASURE}")
+TARGET_HINT = "a dataset or aggregate name, or {dataset: NAME, measure: MEASURE}"
 
 # form -> its keys (besides text/source/id/alpha); the docs (docs/claims.md) explain each check
 FORMS: dict[str, Schema] = {
     "beats": Schema({"a": Key(str, required=True), "b": Key(str, required=True),
-                     "on": Key(str, required=True, hint="a dataset name"), "measure": Key(str)},
-                    "A beats B on a dataset: {a, b, on, measure}"),
-    "best": Schema({"system": Key(str, required=True), "on": Key(list, required=True, nonempty=True, hint=TARGET_HINT
+                     "dataset": Key(str, required=True, hint="a dataset name"), "measure": Key(str)},
+                    "A beats B on a dataset: {a, b, dataset, measure}"),
+    "best": Schema({"system": Key(str, required=True), "datasets": Key(list, required=True, nonempty=True, hint=TARGET_HINT
                                                                  + " per item, as a non-empty list"),
                     "at_least": Key(int, hint="a whole number >= 1 (default: all of them)"),
                     "among": Key(list, nonempty=True, hint="a non-empty list of retriever names")},
-                   "A is best on at least k of these: {system, on: [...], at_least}"),
+                   "A is best on at least k of these: {system, datasets: [...], at_least}"),
     "equivalent": Schema({"a": Key(str, required=True), "b": Key(str, required=True),
-                          "on": Key((str, list), required=True, hint=TARGET_HINT), "measure": Key(str),
+                          "dataset": Key((str, dict, list), required=True,
+                                         hint=TARGET_HINT + ", or a list of datasets"), "measure": Key(str),
                           "delta": Key(NUMBER, required=True, hint="a number > 0 (the equivalence margin)")},
-                         "A ~ B within delta: {a, b, on, delta}"),
+                         "A ~ B within delta: {a, b, dataset, delta}"),
     "beats_on_average": Schema({"a": Key(str, required=True), "b": Key(str, required=True),
                                 "over": Key((str, list), required=True,
                                             hint="an aggregate name (BEIR, LoTTE, ...) or a list of datasets"),
                                 "measure": Key(str)},
                                "A beats B on a group's aggregate: {a, b, over}"),
-    "rank": Schema({"system": Key(str, required=True), "on": Key((str, dict), required=True, hint=TARGET_HINT),
+    "rank": Schema({"system": Key(str, required=True), "dataset": Key((str, dict), required=True, hint=TARGET_HINT),
                     "rank": Key(int, hint="a whole number >= 1: exactly this rank"),
                     "top": Key(int, hint="a whole number >= 1: this rank or better"),
                     "among": Key(list, nonempty=True, hint="a non-empty list of retriever names")},
-                   "A ranks r-th (rank: r) or in the top k (top: k): {system, on, rank|top}"),
+                   "A ranks r-th (rank: r) or in the top k (top: k): {system, dataset, rank|top}"),
     "latency": Schema({"a": Key(str, required=True), "b": Key(str, required=True),
                        "at_least": Key(NUMBER, required=True, hint="a number > 0: A's latency >= this x B's"),
-                       "on": Key((str, list), hint="a dataset, a list of datasets, or 'all' (default)")},
-                      "A's median latency is >= x times B's: {a, b, at_least, on}"),
-    "jaccard": Schema({"on": Key((str, list), required=True, hint="a dataset or a list of datasets"),
+                       "datasets": Key((str, list), hint="a dataset, a list of datasets, or 'all' (default)")},
+                      "A's median latency is >= x times B's: {a, b, at_least, datasets}"),
+    "jaccard": Schema({"datasets": Key((str, list), required=True, hint="a dataset or a list of datasets"),
                        "groups": Key(dict, hint="a mapping of group names to lists of retrievers (default: the "
                                                 "retrievers' families)"),
                        "fraction": Key(NUMBER, hint="the worst fraction of queries (default 0.1)"),
                        "resamples": Key(int, hint="label permutations (default 1000)")},
-                      "failure-point Jaccard within groups exceeds that across: {on, groups}"),
+                      "failure-point Jaccard within groups exceeds that across: {datasets, groups}"),
 }
 COMMON = {"id": Key(str, nonempty=True), "text": Key(str, required=True, nonempty=True),
           "source": Key(str, required=True, nonempty=True, hint="the section or table of the paper it cites"),
@@ -112,6 +113,10 @@ def parse(items: Any, systems: Sequence[str], datasets: Sequence[str], aggregate
     seen: dict[str, int] = {}
     for i, item in enumerate(items):
         here = f"{where}: claims[{i}]"
+        for form in FORMS:
+            if isinstance(item, dict) and isinstance(item.get(form), dict) and True in item[form]:
+                raise ClaimError(f"{here}: {form}: a key reads as `true`: YAML takes `on:`, `yes:` and `y:` as true; "
+                                 f"name the dataset with `dataset:` (or `datasets:`)")
         SCHEMA.check(item, here, ClaimError)
         forms = [f for f in FORMS if f in item]
         if len(forms) != 1:
@@ -161,11 +166,11 @@ class _Names:
 
     def target(self, value: Any, where: str, measure: Any = None) -> Target:
         if isinstance(value, dict):
-            unknown = sorted(set(value) - {"on", "measure"})
-            if unknown or "on" not in value or not isinstance(value["on"], str):
+            unknown = sorted(str(k) for k in set(value) - {"dataset", "measure"})
+            if unknown or not isinstance(value.get("dataset"), str):
                 raise ClaimError(f"{where}: expected {TARGET_HINT}; got {value!r}")
             measure = value.get("measure", measure)
-            value = value["on"]
+            value = value["dataset"]
         if not isinstance(value, str):
             raise ClaimError(f"{where}: expected {TARGET_HINT}; got {value!r}")
         if measure is not None and not isinstance(measure, str):
@@ -193,16 +198,17 @@ def _check_form(form: str, body: Mapping[str, Any], names: _Names, where: str) -
         names.system(name, f"{where}: among[{i}]")
     measure = body.get("measure")
     if form == "beats":
-        names.dataset(body["on"], f"{where}: on", aggregate=False)
-        return [Target((body["on"],), measure)]
+        names.dataset(body["dataset"], f"{where}: dataset", aggregate=False)
+        return [Target((body["dataset"],), measure)]
     if form == "best":
-        targets = [names.target(t, f"{where}: on[{i}]") for i, t in enumerate(body["on"])]
+        targets = [names.target(t, f"{where}: datasets[{i}]") for i, t in enumerate(body["datasets"])]
         k = _positive_int(body.get("at_least", len(targets)), f"{where}: at_least")
         if k > len(targets):
-            raise ClaimError(f"{where}: at_least {k} exceeds the {len(targets)} targets in 'on'")
+            raise ClaimError(f"{where}: at_least {k} exceeds the {len(targets)} targets in 'datasets'")
         return targets
     if form in ("equivalent", "beats_on_average"):
-        value = body["on" if form == "equivalent" else "over"]
+        key = "dataset" if form == "equivalent" else "over"
+        value = body[key]
         if form == "equivalent" and (isinstance(body["delta"], bool) or float(body["delta"]) <= 0):
             raise ClaimError(f"{where}: delta must be a number > 0 (on the measure's scale), got {body['delta']!r}")
         if isinstance(value, list):
@@ -211,28 +217,28 @@ def _check_form(form: str, body: Mapping[str, Any], names: _Names, where: str) -
             for i, d in enumerate(value):
                 names.dataset(d, f"{where}: [{i}]", aggregate=False)
             return [Target(tuple(value), measure)]
-        return [names.target(value, f"{where}: {'on' if form == 'equivalent' else 'over'}", measure)]
+        return [names.target(value, f"{where}: {key}", measure)]
     if form == "rank":
         given = [k for k in ("rank", "top") if k in body]
         if len(given) != 1:
             raise ClaimError(f"{where}: give exactly one of 'rank' (exactly r-th) or 'top' (r-th or better)")
         _positive_int(body[given[0]], f"{where}: {given[0]}")
-        return [names.target(body["on"], f"{where}: on")]
+        return [names.target(body["dataset"], f"{where}: dataset")]
     if form == "latency":
         if isinstance(body["at_least"], bool) or float(body["at_least"]) <= 0:
             raise ClaimError(f"{where}: at_least must be a number > 0 (a ratio of latencies), got "
                              f"{body['at_least']!r}")
-        on = body.get("on", "all")
+        on = body.get("datasets", "all")
         if on == "all":
             return []
         on = [on] if isinstance(on, str) else on
         for i, d in enumerate(on):
-            names.dataset(d, f"{where}: on[{i}]", aggregate=False)
+            names.dataset(d, f"{where}: datasets[{i}]", aggregate=False)
         return [Target(tuple(on))]
     if form == "jaccard":
-        on = [body["on"]] if isinstance(body["on"], str) else body["on"]
+        on = [body["datasets"]] if isinstance(body["datasets"], str) else body["datasets"]
         for i, d in enumerate(on):
-            names.dataset(d, f"{where}: on[{i}]", aggregate=False)
+            names.dataset(d, f"{where}: datasets[{i}]", aggregate=False)
         for g, members in (body.get("groups") or {}).items():
             if not isinstance(members, list) or len(members) < 1:
                 raise ClaimError(f"{where}: groups: {g!r} must be a non-empty list of retrievers")

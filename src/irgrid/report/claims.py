@@ -24,6 +24,9 @@ another's verdict (what `irgrid diff` relies on). Without per-query values a tes
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import gc
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -96,7 +99,8 @@ class GridData:
                        if not pd.isna(v)}
         self._blocks = {k: b for k, b in grid.perquery.groupby(["dataset", "measure"], sort=False)} \
             if len(grid.perquery) else {}
-        self._wide: dict[tuple[str, str], pd.DataFrame] = {}
+        self._wide: dict[tuple[str, str], pd.DataFrame | None] = {}
+        self._matrix: dict[tuple[str, str], tuple[np.ndarray, dict[str, int]] | None] = {}
         self.names = {paper.canonical(d): d for d in dict.fromkeys(res["dataset"].astype(str))}
         stats = grid.manifest.get("statistics") or {}
         test = stats.get("test") or {"name": "t"}
@@ -106,16 +110,20 @@ class GridData:
         self.correction = stats.get("correction") or "none"
         self.systems = list(dict.fromkeys(res["system"].astype(str)))
 
+    @functools.cache  # noqa: B019 - one GridData per evaluation, few names
     def dataset(self, name: str) -> str:
         """The grid's name for a dataset (an alias or a query subset of it counts), else the name itself."""
         return self.names.get(paper.canonical(name), name)
 
+    @functools.cache  # noqa: B019
     def measure(self, dataset: str) -> str | None:
+        """The dataset's first measure: as the manifest records it, else results.csv's, else the catalog's."""
         recorded = (self.grid.manifest.get("datasets") or {}).get(self.dataset(dataset), {}).get("measures")
         if recorded:
             return str(recorded[0])
-        found = [m for (d, _, m) in self.values if d == self.dataset(dataset) and m != "ms/query"]
-        return found[0] if found else paper.dataset_measures().get(paper.canonical(dataset), (None,))[0]
+        name = self.dataset(dataset)
+        found = next((m for (d, _, m) in self.values if d == name and m != "ms/query"), None)
+        return found or paper.dataset_measures().get(paper.canonical(dataset), (None,))[0]
 
     def wide(self, dataset: str, measure: str) -> pd.DataFrame | None:
         key = (self.dataset(dataset), measure)
@@ -125,12 +133,23 @@ class GridData:
                                                                            values="value", sort=True)
         return self._wide[key]
 
+    def matrix(self, dataset: str, measure: str) -> tuple[np.ndarray, dict[str, int]] | None:
+        """The per-query values as a (queries x systems) array with NaN where a system has no value, and the
+        column of each system (numpy: a claim block compares hundreds of pairs)."""
+        key = (self.dataset(dataset), measure)
+        if key not in self._matrix:
+            wide = self.wide(dataset, measure)
+            self._matrix[key] = None if wide is None else (wide.to_numpy(dtype=float),
+                                                           {str(s): i for i, s in enumerate(wide.columns)})
+        return self._matrix[key]
+
     def paired(self, dataset: str, measure: str, a: str, b: str) -> tuple[np.ndarray, np.ndarray] | None:
-        wide = self.wide(dataset, measure)
-        if wide is None or a not in wide.columns or b not in wide.columns:
+        found = self.matrix(dataset, measure)
+        if found is None or a not in found[1] or b not in found[1]:
             return None
-        both = wide[[a, b]].dropna()
-        return both[a].to_numpy(dtype=float), both[b].to_numpy(dtype=float)
+        x, y = found[0][:, found[1][a]], found[0][:, found[1][b]]
+        both = ~(np.isnan(x) | np.isnan(y))
+        return x[both], y[both]
 
     def has(self, dataset: str, system: str, measure: str) -> bool:
         return (self.dataset(dataset), system, measure) in self.values
@@ -154,8 +173,9 @@ def _cell(d: str, s: str, m: str) -> str:
     return f"{d} {s} {m}"
 
 
-def compare(data: GridData, a: str, b: str, target: Target, alpha: float) -> Comparison:
-    """A − B over a target (see the module's docstring)."""
+def compare(data: GridData, a: str, b: str, target: Target, alpha: float, ci: bool = True) -> Comparison:
+    """A − B over a target (see the module's docstring); `ci` False skips the bootstrap CI of one dataset's
+    difference (the many comparisons of best and rank claims need only the test)."""
     parts = data.components(target)
     lacking = [_cell(d, s, m) for d, m, _ in parts for s in (a, b) if not data.has(d, s, m)]
     if lacking:
@@ -171,9 +191,9 @@ def compare(data: GridData, a: str, b: str, target: Target, alpha: float) -> Com
         diff = x - y
         effect = float(diff.mean())
         p = _p(data.test, x, y)
-        ci = bootstrap_ci(diff, data.bootstrap, data.seed, alpha)
+        interval = bootstrap_ci(diff, data.bootstrap, data.seed, alpha) if ci else None
         se = float(diff.std(ddof=1) / math.sqrt(len(diff))) if len(diff) > 1 else None
-        return Comparison(effect, p, ci, se, len(diff))
+        return Comparison(effect, p, interval, se, len(diff))
     effect, var, n = 0.0, 0.0, 0
     for _d, _m, w, (x, y) in pairs:  # type: ignore[misc]
         diff = x - y
@@ -240,7 +260,7 @@ def _versus_all(data: GridData, c: Claim, system: str, target: Target, universe:
     per-query cells missing for tests."""
     rows, absent, untested = [], [], []
     for other in _others(data, c, system, universe):
-        cmp = compare(data, system, other, target, c.alpha)
+        cmp = compare(data, system, other, target, c.alpha, ci=False)
         if cmp.effect is None:
             absent.append(other)
             untested += [x for x in cmp.lacking if other in x]
@@ -254,7 +274,7 @@ def _versus_all(data: GridData, c: Claim, system: str, target: Target, universe:
 def check_best(data: GridData, c: Claim, universe: Sequence[str]) -> Verdict:
     system = c.args["system"]
     k = int(c.args.get("at_least", len(c.targets)))
-    best, beaten, lines, lacking = 0, 0, [], []
+    best, beaten, lines, lacking, untested_any = 0, 0, [], [], False
     for t in c.targets:
         if any(not data.has(d, system, m) for d, m, _ in data.components(t)):
             lacking += [_cell(d, system, m) for d, m, _ in data.components(t) if not data.has(d, system, m)]
@@ -262,6 +282,7 @@ def check_best(data: GridData, c: Claim, universe: Sequence[str]) -> Verdict:
             continue
         rows, absent, untested = _versus_all(data, c, system, t, universe)
         lacking += untested
+        untested_any |= any(cmp.p is None for _, cmp, _ in rows)
         sig_better = [o for o, cmp, pc in rows if not math.isnan(pc) and pc < c.alpha and cmp.effect < 0]
         sig_worse = [o for o, cmp, pc in rows if not math.isnan(pc) and pc < c.alpha and cmp.effect > 0]
         if sig_better:
@@ -281,7 +302,7 @@ def check_best(data: GridData, c: Claim, universe: Sequence[str]) -> Verdict:
     return Verdict(c.id, c.text, c.source, c.form, verdict, float(best), float(best), float(n_targets - beaten),
                    n=n_targets, alpha=c.alpha, lacking=list(dict.fromkeys(lacking)),
                    detail=f"significantly best on {best}, beaten on {beaten} of {n_targets} (needs {k}); "
-                          + "; ".join(lines), basis="per-query")
+                          + "; ".join(lines), basis="means" if untested_any else "per-query")
 
 
 def check_rank(data: GridData, c: Claim, universe: Sequence[str]) -> Verdict:
@@ -434,6 +455,20 @@ def check_jaccard(data: GridData, c: Claim, universe: Sequence[str], families: M
 
 
 # -- the block ----------------------------------------------------------------------------------------------------
+def recorded_claims(grid: Grid) -> bool:
+    """Whether the experiment file the grid recorded has a `claims:` block (`irgrid diff` reads it when present)."""
+    from irgrid.util import yamlsafe
+
+    text = grid.manifest.get("experiment_text")
+    if not text:
+        return False
+    try:
+        data = yamlsafe.load_text(text)
+    except Exception:  # noqa: BLE001 - claims_of says why when it is asked to read them
+        return True
+    return isinstance(data, dict) and bool(data.get("claims"))
+
+
 def claims_of(grid: Grid, source: str | Path | None = None) -> tuple[list[Claim], list[str], str]:
     """(claims, the systems they speak about, where they came from): from an experiment (or claims-only) YAML, or
     else from the experiment file the grid recorded (manifest `experiment_text`)."""
@@ -485,22 +520,38 @@ def evaluate(grid: Grid, claims: Sequence[Claim], universe: Sequence[str] = (),
     data = GridData(grid, bootstrap, seed)
     families = grid.families()
     out = []
-    for c in claims:
-        if c.form in ("beats", "beats_on_average"):
-            out.append(check_beats(data, c))
-        elif c.form == "best":
-            out.append(check_best(data, c, universe))
-        elif c.form == "rank":
-            out.append(check_rank(data, c, universe))
-        elif c.form == "equivalent":
-            out.append(check_equivalent(data, c))
-        elif c.form == "latency":
-            out.append(check_latency(data, c))
-        elif c.form == "jaccard":
-            out.append(check_jaccard(data, c, universe, families))
-        else:  # pragma: no cover - irgrid.core.claims.FORMS names these
-            raise AssertionError(c.form)
+    with _frozen_heap():
+        for c in claims:
+            out.append(_check(data, c, universe, families))
     return out
+
+
+@contextlib.contextmanager
+def _frozen_heap():
+    """statsmodels' Holm correction calls gc.collect() on every call, which walks the whole heap (0.2-0.3 s each
+    in a process holding a grid): objects alive now are moved out of the collector's reach while the claims are
+    checked, and handed back after."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def _check(data: GridData, c: Claim, universe: Sequence[str], families: Mapping[str, str]) -> Verdict:
+    if c.form in ("beats", "beats_on_average"):
+        return check_beats(data, c)
+    if c.form == "best":
+        return check_best(data, c, universe)
+    if c.form == "rank":
+        return check_rank(data, c, universe)
+    if c.form == "equivalent":
+        return check_equivalent(data, c)
+    if c.form == "latency":
+        return check_latency(data, c)
+    if c.form == "jaccard":
+        return check_jaccard(data, c, universe, families)
+    raise AssertionError(c.form)  # irgrid.core.claims.FORMS names exactly these
 
 
 def _fmt(x: float | None, digits: int = 4) -> str:
@@ -543,9 +594,15 @@ def run(out: str | Path, claims_file: str | Path | None = None,
     """Load the grid, read its claims, evaluate them: (verdicts, where the claims came from)."""
     from irgrid.report.stored import load
 
+    check_bootstrap(bootstrap)
     grid = load(out)
     claims, universe, where = claims_of(grid, claims_file)
     return evaluate(grid, claims, universe, bootstrap, seed), where
+
+
+def check_bootstrap(bootstrap: int) -> None:
+    if bootstrap < 100:
+        raise ClaimsError(f"--bootstrap {bootstrap}: give at least 100 resamples (default 1000)")
 
 
 def summary(verdicts: Iterable[Verdict]) -> dict[str, int]:
