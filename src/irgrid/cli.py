@@ -1,4 +1,4 @@
-"""`irgrid` command line: list, datasets, resolve, run, status, report, check, claims, diff, qa."""
+"""`irgrid` command line: list, datasets, resolve, run, status, report, check, claims, diff, card, qa."""
 
 from __future__ import annotations
 
@@ -320,6 +320,22 @@ def cmd_diff(args) -> int:
     return 1 if result.changed_claims else 0
 
 
+def cmd_card(args) -> int:
+    """`irgrid card OUT [--against EARLIER]`: the reproduction card (irgrid.report.repro)."""
+    from irgrid.report import repro
+    from irgrid.report.stored import load
+
+    grid = load(args.out)
+    if args.against:
+        card = repro.run_card(load(args.against), grid, depth=args.depth)
+        title = f"{args.out} as a reproduction of {args.against}: ER and ΔRI against each grid's baseline, RMSE, KTU, RBO"
+    else:
+        card = repro.published_card(grid, args.reference)
+        title = f"{args.out}: ER and ΔRI against the paper's published means (baseline BM25)"
+    sys.stdout.write(card.to_csv(index=False) if args.format == "csv" else repro.to_markdown(card, title))
+    return 0
+
+
 def cmd_qa_run(args) -> int:
     """`irgrid qa run EXP.yaml`: the DisastQA reader x evidence-setting grid (irgrid.qa.grid)."""
     logging.getLogger("irgrid").setLevel(logging.INFO)
@@ -507,6 +523,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for SEs and CIs (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.set_defaults(func=cmd_diff)
+    p = sub.add_parser("card", help="the reproduction card: ER and ΔRI against the paper's published means, or with "
+                                    "--against an earlier grid also KTU, RBO, RMSE (repro_eval's definitions)")
+    p.add_argument("out", help="an `irgrid run --out` folder (the reproduction)")
+    p.add_argument("--against", help="an earlier `irgrid run --out` folder (the original) to compare run by run")
+    p.add_argument("--depth", type=int, default=1000, help="ranks compared by KTU and RBO (default 1000)")
+    p.add_argument("--reference", help="folder of the paper's tables as CSV (default: shipped with irgrid)")
+    p.add_argument("--format", choices=["markdown", "csv"], default="markdown")
+    p.set_defaults(func=cmd_card)
     _qa_parser(sub)
     return parser
 
