@@ -81,7 +81,7 @@ def write_grid(out: Path, scale: float, seed: int = 0) -> tuple[int, int]:
                 res.append({"dataset": d, "system": s, "measure": m, "value": float(v.mean()),
                             "p_value": ps.get(s), "p_value_corrected": pc.get(s),
                             "significant": None if s == "bm25" else bool(pc[s] < 0.05), "baseline": "bm25"})
-        for model, system in names.items():
+        for system in names.values():
             res.append({"dataset": d, "system": system, "measure": "ms/query",
                         "value": float(rng.lognormal(3.5, 1.0)), "baseline": "bm25"})
             cells += 1
