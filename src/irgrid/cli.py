@@ -296,7 +296,11 @@ def cmd_claims(args) -> int:
     from irgrid.report import claims
 
     verdicts, where = claims.run(args.out, args.claims, args.bootstrap, args.seed)
-    text = claims.to_json(verdicts) if args.format == "json" else claims.to_markdown(verdicts, where)
+    if args.zero_shot:  # the same claims on the cells known to be zero-shot only, and the groups' aggregates twice
+        zero, _ = claims.run(args.out, args.claims, args.bootstrap, args.seed, zero_shot=True)
+        text = claims.zero_shot_report(args.out, verdicts, zero, where, args.format)
+    else:
+        text = claims.to_json(verdicts) if args.format == "json" else claims.to_markdown(verdicts, where)
     if args.to:
         Path(args.to).write_text(text)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -510,6 +514,9 @@ def build_parser() -> argparse.ArgumentParser:
                                     "experiments/paper.yaml")
     p.add_argument("--format", choices=["markdown", "json"], default="markdown")
     p.add_argument("--to", help="also write the output to this file")
+    p.add_argument("--zero-shot", action="store_true",
+                   help="also check every claim on zero-shot cells only (each retriever's training collections, "
+                        "sourced), and show the paper's group aggregates over all cells and zero-shot cells")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.set_defaults(func=cmd_claims)

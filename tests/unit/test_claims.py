@@ -234,3 +234,18 @@ def test_markdown_and_json_carry_every_verdict(big):
 
     rows = json.loads(claims_mod.to_json(vs))
     assert [r["verdict"] for r in rows] == ["supported", "supported"] and np.isfinite(rows[0]["p"])
+
+
+def test_zero_shot_cli_on_a_fixture(big, capsys):
+    """`irgrid claims --zero-shot` on a grid whose systems but BM25 are not registered entries: their training is
+    unknown, so the zero-shot pass cannot decide a claim about them and says why."""
+    (big / "exp.yaml").write_text("claims:\n  - {text: t, source: s, beats: {a: strong, b: bm25, dataset: "
+                                  + D1 + "}}\n")
+    from irgrid import cli
+
+    assert cli.main(["claims", str(big), "--claims", str(big / "exp.yaml"), "--zero-shot"]) == 0
+    md = capsys.readouterr().out
+    assert "1 supported" in md.split("# Zero-shot cells only")[0]
+    zero = md.split("# Zero-shot cells only")[1]
+    assert "3 zero-shot, 0 in-domain, 9 unknown" in zero and "(training unknown)" in zero  # bm25 is registered
+    assert "claim-1: supported -> inconclusive" in zero

@@ -77,11 +77,16 @@ def write_published_grid(out: Path, per_query: bool = True) -> Path:
 
 
 @pytest.fixture(scope="module")
-def verdicts(tmp_path_factory):
+def published(tmp_path_factory):
     out = write_published_grid(tmp_path_factory.mktemp("published"))
     vs, where = claims_mod.run(out, PAPER_YAML)
     assert where == str(PAPER_YAML)
-    return {v.id: v for v in vs}
+    return out, vs
+
+
+@pytest.fixture(scope="module")
+def verdicts(published):
+    return {v.id: v for v in published[1]}
 
 
 def test_paper_yaml_carries_at_least_20_claims_each_citing_a_section():
@@ -121,3 +126,38 @@ def test_from_the_means_alone_tests_need_per_query_cells(tmp_path, capsys):
         if r["form"] not in ("latency", "jaccard"):
             assert r["basis"] == "means" and any(x.startswith("per-query") for x in r["lacking"]), (k, r)
     assert rows["nv-beats-gte-beir"]["effect"] == pytest.approx(0.6120 - 0.5870, abs=0.002)
+
+
+def test_zero_shot_flags_aggregates_and_claims(published):
+    """`irgrid claims --zero-shot`: each cell flagged from the entries' sourced training collections; the BEIR
+    aggregate over all members and over the zero-shot ones; the claims again on zero-shot cells only."""
+    import yaml
+
+    from irgrid.core.training import TRAINING, flag
+    from irgrid.report import zeroshot
+    from irgrid.report.stored import load
+
+    assert set(yaml.safe_load(PAPER_YAML.read_text())["retrievers"]) <= set(TRAINING)
+    assert all(t.source for t in TRAINING.values())
+    assert (flag("nv-embed-v2", "beir/nq/test"), flag("nv-embed-v2", "beir/scifact/test"),
+            flag("gte-large-v1.5", "beir/nq/test"), flag("bm25", paper.DL19),
+            flag("tas-b", paper.DL19)) == ("in-domain", "zero-shot", "unknown", "zero-shot", "in-domain")
+    out, everything = published
+    grid = load(out)
+    aggs = zeroshot.aggregates(grid).set_index(["aggregate", "system"])
+    nv, bm25 = aggs.loc[("BEIR", "nv-embed-v2")], aggs.loc[("BEIR", "bm25")]
+    assert (nv["members"], nv["zero_shot_members"]) == (25, 20) and nv["zero_shot"] != pytest.approx(nv["all"])
+    assert bm25["zero_shot"] == pytest.approx(bm25["all"]) and bm25["zero_shot_members"] == 25
+    f = zeroshot.flags(grid).set_index(["dataset", "system"])["flag"]
+    assert f["beir/nq/test", "dpr"] == "in-domain" and f["beir/nq/test", "bm25"] == "zero-shot"
+    only, where = claims_mod.run(out, PAPER_YAML, zero_shot=True)
+    both = json.loads(claims_mod.zero_shot_report(out, everything, only, where, "json"))
+    zero = {r["id"]: r for r in both["zero_shot"]}
+    assert {r["id"]: r["verdict"] for r in both["all"]}["nv-beats-gte-beir"] == "supported"
+    gte = zero["nv-beats-gte-beir"]  # GTE's training data is undisclosed: no BEIR cell of it counts
+    assert gte["verdict"] == "inconclusive" and any("(training unknown)" in x for x in gte["lacking"])
+    assert zero["bm25-beats-dpr"]["verdict"] == "supported"  # on the BEIR members DPR is zero-shot on (not NQ)
+    assert zero["splade-tops-msmarco"]["verdict"] == "inconclusive"  # SPLADE-v3 is trained on MS MARCO
+    assert any("(in-domain)" in x for x in zero["splade-tops-msmarco"]["lacking"])
+    md = claims_mod.zero_shot_report(out, everything, only, where)
+    assert "# Zero-shot cells only" in md and "| BEIR | nv-embed-v2 |" in md and "20/25" in md

@@ -90,8 +90,10 @@ class Comparison:
 class GridData:
     """Lookups over a stored grid: means, per-query vectors (paired by qid), default measures, dataset names."""
 
-    def __init__(self, grid: Grid, bootstrap: int = BOOTSTRAP_B, seed: int = BOOTSTRAP_SEED):
+    def __init__(self, grid: Grid, bootstrap: int = BOOTSTRAP_B, seed: int = BOOTSTRAP_SEED,
+                 zero_shot: bool = False):
         self.grid = grid
+        self.zero_shot = zero_shot  # only cells known to be zero-shot (irgrid.core.training) count
         self.bootstrap, self.seed = bootstrap, seed
         res = grid.results
         self.values = {(str(d), str(s), str(m)): float(v)
@@ -151,8 +153,22 @@ class GridData:
         both = ~(np.isnan(x) | np.isnan(y))
         return x[both], y[both]
 
+    def excluded(self, dataset: str, system: str) -> str | None:
+        """Why a cell does not count in zero-shot mode ('in-domain', 'training unknown'), else None."""
+        if not self.zero_shot:
+            return None
+        from irgrid.core.training import in_domain
+
+        known = in_domain(system, self.dataset(dataset))
+        return None if known is False else "in-domain" if known else "training unknown"
+
     def has(self, dataset: str, system: str, measure: str) -> bool:
-        return (self.dataset(dataset), system, measure) in self.values
+        return (self.dataset(dataset), system, measure) in self.values and self.excluded(dataset, system) is None
+
+    def why(self, dataset: str, system: str, measure: str) -> str:
+        """A missing cell in words: the cell, and when it is there but does not count, why."""
+        reason = self.excluded(dataset, system)
+        return _cell(dataset, system, measure) + (f" ({reason})" if reason else "")
 
     def mean(self, dataset: str, system: str, measure: str) -> float | None:
         return self.values.get((self.dataset(dataset), system, measure))
@@ -177,7 +193,12 @@ def compare(data: GridData, a: str, b: str, target: Target, alpha: float, ci: bo
     """A − B over a target (see the module's docstring); `ci` False skips the bootstrap CI of one dataset's
     difference (the many comparisons of best and rank claims need only the test)."""
     parts = data.components(target)
-    lacking = [_cell(d, s, m) for d, m, _ in parts for s in (a, b) if not data.has(d, s, m)]
+    if data.zero_shot and len(parts) > 1:  # a group on the members both are zero-shot on, re-weighted
+        kept = [(d, m, w) for d, m, w in parts if data.excluded(d, a) is None and data.excluded(d, b) is None]
+        if kept and len(kept) < len(parts):
+            total = sum(w for *_, w in kept)
+            parts = [(d, m, w / total) for d, m, w in kept]
+    lacking = [data.why(d, s, m) for d, m, _ in parts for s in (a, b) if not data.has(d, s, m)]
     if lacking:
         return Comparison(None, lacking=lacking)
     effect = sum(w * (data.mean(d, a, m) - data.mean(d, b, m)) for d, m, w in parts)  # type: ignore[operator]
@@ -276,8 +297,10 @@ def check_best(data: GridData, c: Claim, universe: Sequence[str]) -> Verdict:
     k = int(c.args.get("at_least", len(c.targets)))
     best, beaten, lines, lacking, untested_any = 0, 0, [], [], False
     for t in c.targets:
-        if any(not data.has(d, system, m) for d, m, _ in data.components(t)):
-            lacking += [_cell(d, system, m) for d, m, _ in data.components(t) if not data.has(d, system, m)]
+        if any(not data.has(d, system, m) for d, m, _ in data.components(t)) and not (
+                data.zero_shot and len(data.components(t)) > 1
+                and any(data.has(d, system, m) for d, m, _ in data.components(t))):
+            lacking += [data.why(d, system, m) for d, m, _ in data.components(t) if not data.has(d, system, m)]
             lines.append(f"{t.label}: no cell")
             continue
         rows, absent, untested = _versus_all(data, c, system, t, universe)
@@ -307,9 +330,11 @@ def check_best(data: GridData, c: Claim, universe: Sequence[str]) -> Verdict:
 
 def check_rank(data: GridData, c: Claim, universe: Sequence[str]) -> Verdict:
     system, t = c.args["system"], c.targets[0]
-    if any(not data.has(d, system, m) for d, m, _ in data.components(t)):
+    if any(not data.has(d, system, m) for d, m, _ in data.components(t)) and not (
+            data.zero_shot and len(data.components(t)) > 1
+            and any(data.has(d, system, m) for d, m, _ in data.components(t))):
         return Verdict(c.id, c.text, c.source, c.form, INCONCLUSIVE, alpha=c.alpha, basis="none",
-                       lacking=[_cell(d, system, m) for d, m, _ in data.components(t)
+                       lacking=[data.why(d, system, m) for d, m, _ in data.components(t)
                                 if not data.has(d, system, m)], detail="the grid lacks the system's cells")
     rows, absent, untested = _versus_all(data, c, system, t, universe)
     observed = 1 + sum(cmp.effect < 0 for _, cmp, _ in rows)
@@ -515,9 +540,10 @@ def claims_of(grid: Grid, source: str | Path | None = None) -> tuple[list[Claim]
 
 
 def evaluate(grid: Grid, claims: Sequence[Claim], universe: Sequence[str] = (),
-             bootstrap: int = BOOTSTRAP_B, seed: int = BOOTSTRAP_SEED) -> list[Verdict]:
-    """Every claim's verdict on this grid."""
-    data = GridData(grid, bootstrap, seed)
+             bootstrap: int = BOOTSTRAP_B, seed: int = BOOTSTRAP_SEED, zero_shot: bool = False) -> list[Verdict]:
+    """Every claim's verdict on this grid; `zero_shot`: on the cells known to be zero-shot only (a group compares
+    two systems on the members both are zero-shot on, its weights renormalised)."""
+    data = GridData(grid, bootstrap, seed, zero_shot)
     families = grid.families()
     out = []
     with _frozen_heap():
@@ -590,14 +616,42 @@ def _json_default(x: Any) -> Any:
 
 
 def run(out: str | Path, claims_file: str | Path | None = None,
-        bootstrap: int = BOOTSTRAP_B, seed: int = BOOTSTRAP_SEED) -> tuple[list[Verdict], str]:
+        bootstrap: int = BOOTSTRAP_B, seed: int = BOOTSTRAP_SEED, zero_shot: bool = False
+        ) -> tuple[list[Verdict], str]:
     """Load the grid, read its claims, evaluate them: (verdicts, where the claims came from)."""
     from irgrid.report.stored import load
 
     check_bootstrap(bootstrap)
     grid = load(out)
     claims, universe, where = claims_of(grid, claims_file)
-    return evaluate(grid, claims, universe, bootstrap, seed), where
+    return evaluate(grid, claims, universe, bootstrap, seed, zero_shot), where
+
+
+def zero_shot_report(out: str | Path, verdicts: Sequence[Verdict], zero: Sequence[Verdict], where: str,
+                     fmt: str = "markdown") -> str:
+    """The claims on all cells and on zero-shot cells only, and the group aggregates both ways."""
+    from irgrid.report import zeroshot
+    from irgrid.report.stored import load
+
+    grid = load(out)
+    aggs, flags = zeroshot.aggregates(grid), zeroshot.flags(grid)
+    if fmt == "json":
+        return json.dumps({"all": [v.row() for v in verdicts], "zero_shot": [v.row() for v in zero],
+                           "aggregates": aggs.to_dict("records"), "flags": flags.to_dict("records")},
+                          indent=2, default=_json_default)
+    from irgrid.util.markdown import markdown_table
+
+    counts = flags["flag"].value_counts().to_dict()
+    changed = [f"{a.id}: {a.verdict} -> {z.verdict}" for a, z in zip(verdicts, zero) if a.verdict != z.verdict]
+    agg_rows = [[r.aggregate, r.system, f"{r.all:.4f}", "–" if r.zero_shot is None or pd.isna(r.zero_shot)
+                 else f"{r.zero_shot:.4f}", f"{r.zero_shot_members}/{r.members}"] for r in aggs.itertuples()]
+    return ("# All cells\n\n" + to_markdown(verdicts, where) + "\n# Zero-shot cells only\n\n"
+            + f"Cells: {counts.get('zero-shot', 0)} zero-shot, {counts.get('in-domain', 0)} in-domain, "
+              f"{counts.get('unknown', 0)} unknown (irgrid.core.training; unknown cells do not count as zero-shot)."
+              "\n\n" + to_markdown(zero, where)
+            + "\nVerdicts that differ: " + ("; ".join(changed) if changed else "none") + "\n\n"
+            + "# Group aggregates: all cells vs zero-shot members\n\n"
+            + markdown_table(["aggregate", "system", "all", "zero-shot", "members"], agg_rows, "llrrr") + "\n")
 
 
 def check_bootstrap(bootstrap: int) -> None:
