@@ -70,7 +70,7 @@ def test_ktu_and_rbo_equal_repro_eval(tmp_path, seed, depth):
 
 
 def test_rmse_names_missing_topics():
-    with pytest.raises(ValueError, match="no score for 1 topic"):
+    with pytest.raises(repro.ReproError, match="no score for 1 topic"):
         repro.rmse({"a": 1.0, "b": 0.5}, {"a": 1.0})
 
 

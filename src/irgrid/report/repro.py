@@ -30,8 +30,13 @@ import numpy as np
 import pandas as pd
 
 from irgrid.report.stored import Grid
+from irgrid.util.errors import Error
 
 RBO_P, DEPTH = 0.95, 1000
+class ReproError(Error, ValueError):
+    """Two results that cannot be compared topic by topic (a topic of one is missing from the other)."""
+
+
 CARD_COLUMNS = ["dataset", "system", "measure", "original", "reproduced", "er", "delta_ri", "ktu", "rbo", "rmse",
                 "topics"]
 
@@ -54,7 +59,7 @@ def rmse(original: Mapping[str, float], reproduced: Mapping[str, float]) -> floa
     is an error: the two must score the same topics)."""
     missing = [t for t in original if t not in reproduced]
     if missing:
-        raise ValueError(f"the reproduction has no score for {len(missing)} topic(s) of the original, e.g. "
+        raise ReproError(f"the reproduction has no score for {len(missing)} topic(s) of the original, e.g. "
                          f"{missing[:3]}")
     d = np.array([original[t] - reproduced[t] for t in original], dtype=float)
     return math.sqrt(float(np.sum(np.square(d))) / len(d)) if len(d) else math.nan
@@ -100,7 +105,7 @@ def _per_topic(original: pd.DataFrame, reproduced: pd.DataFrame, fn, **kw) -> di
     orig, rep = ordered(original), ordered(reproduced)
     missing = [t for t in rep if t not in orig]
     if missing:
-        raise ValueError(f"the original run has no ranking for {len(missing)} topic(s) of the reproduction, e.g. "
+        raise ReproError(f"the original run has no ranking for {len(missing)} topic(s) of the reproduction, e.g. "
                          f"{missing[:3]}")
     return {t: fn(orig[t], rep[t], **kw) for t in rep}
 
