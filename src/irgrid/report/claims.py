@@ -203,9 +203,11 @@ def compare(data: GridData, a: str, b: str, target: Target, alpha: float, ci: bo
         return Comparison(None, lacking=lacking)
     effect = sum(w * (data.mean(d, a, m) - data.mean(d, b, m)) for d, m, w in parts)  # type: ignore[operator]
     pairs = [(d, m, w, data.paired(d, m, a, b)) for d, m, w in parts]
-    no_pq = [f"per-query {_cell(d, s, m)}" for d, m, _, p in pairs if p is None or len(p[0]) == 0 for s in (a, b)
-             if data.wide(d, m) is None or s not in data.wide(d, m).columns]
-    if any(p is None or len(p[0]) == 0 for *_, p in pairs):
+    unpaired = [(d, m) for d, m, _, p in pairs if p is None or len(p[0]) == 0]
+    if unpaired:  # the means give the effect; a test needs per-query values of both, on shared queries
+        found = {(d, m): data.matrix(d, m) for d, m in unpaired}
+        no_pq = [f"per-query {_cell(d, s, m)}" for d, m in unpaired for s in (a, b)
+                 if found[(d, m)] is None or s not in found[(d, m)][1]]
         return Comparison(effect, lacking=no_pq or [f"per-query values shared by {a} and {b} on {target.label}"])
     if len(parts) == 1:
         x, y = pairs[0][3]  # type: ignore[misc]
@@ -248,7 +250,7 @@ def _directional(effect: float, p: float | None, alpha: float) -> str:
 
 
 # -- the forms ----------------------------------------------------------------------------------------------------
-def check_beats(data: GridData, c: Claim, sign: int = 1) -> Verdict:
+def check_beats(data: GridData, c: Claim) -> Verdict:
     a, b = c.args["a"], c.args["b"]
     cmp = compare(data, a, b, c.targets[0], c.alpha)
     return _from_comparison(c, cmp, f"{a} − {b} on {c.targets[0].label}")
@@ -581,10 +583,12 @@ def _check(data: GridData, c: Claim, universe: Sequence[str], families: Mapping[
 
 
 def _fmt(x: float | None, digits: int = 4) -> str:
+    """A number for the table: `digits` decimals without trailing zeros; very large or small ones in g format."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "–"
-    return f"{x:.{digits}g}" if abs(x) >= 1000 or (x != 0 and abs(x) < 1e-3) else f"{x:.{digits}f}".rstrip("0") \
-        .rstrip(".") if digits else str(x)
+    if abs(x) >= 1000 or (x != 0 and abs(x) < 1e-3):
+        return f"{x:.{digits}g}"
+    return f"{x:.{digits}f}".rstrip("0").rstrip(".")
 
 
 def to_markdown(verdicts: Sequence[Verdict], where: str = "") -> str:
