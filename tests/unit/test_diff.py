@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -146,3 +147,13 @@ def test_diff_cli_bad_inputs(grids, tmp_path, capsys):
     assert "not an irgrid output folder" in capsys.readouterr().err
     assert cli.main(["diff", str(a), str(a), "--claims", str(tmp_path / "missing.yaml")]) == 2
     assert "claims file" in capsys.readouterr().err
+
+
+def test_the_report_checks_the_recorded_claims(grids, tmp_path):
+    """`irgrid report` writes claims.md when the grid's experiment has claims (the same table as `irgrid claims`)."""
+    _, b, _ = grids
+    assert cli.main(["report", str(b), "--to", str(tmp_path / "r"), "--bootstrap", "200"]) == 0
+    md = (tmp_path / "r" / "claims.md").read_text()
+    assert "1 supported, 1 contradicted, 0 inconclusive (of 2)" in md and "| reversal | contradicted |" in md
+    card = pd.read_csv(tmp_path / "r" / "card.csv")  # SciFact and NFCorpus fill Table A.5's columns ...
+    assert card.empty  # ... but none of these systems ran as the paper's configuration (no paper name recorded)

@@ -161,3 +161,4 @@ def test_zero_shot_flags_aggregates_and_claims(published):
     assert any("(in-domain)" in x for x in zero["splade-tops-msmarco"]["lacking"])
     md = claims_mod.zero_shot_report(out, everything, only, where)
     assert "# Zero-shot cells only" in md and "| BEIR | nv-embed-v2 |" in md and "20/25" in md
+
