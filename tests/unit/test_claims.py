@@ -249,3 +249,13 @@ def test_zero_shot_cli_on_a_fixture(big, capsys):
     zero = md.split("# Zero-shot cells only")[1]
     assert "3 zero-shot, 0 in-domain, 9 unknown" in zero and "(training unknown)" in zero  # bm25 is registered
     assert "claim-1: supported -> inconclusive" in zero
+
+
+def test_a_claims_only_file_names_an_aggregate_as_a_group(big, tmp_path):
+    """A claims-only file is checked against the grid's names; results.csv's aggregate rows are not datasets."""
+    extra = pd.DataFrame([{"dataset": "BEIR", "system": "strong", "measure": "nDCG@10", "value": 0.6}])
+    out = write_grid(tmp_path / "agg", {(D1, s, M): noisy(0.5, 5, seed=i) for i, s in enumerate(SYSTEMS)}, "bm25",
+                     extra_results=extra)
+    (tmp_path / "c.yaml").write_text("claims:\n  - {text: t, source: s, beats: {a: strong, b: bm25, dataset: BEIR}}\n")
+    with pytest.raises(claims_mod.ClaimsError, match="beats_on_average"):
+        claims_mod.claims_of(load(out), tmp_path / "c.yaml")

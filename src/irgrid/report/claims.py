@@ -429,8 +429,8 @@ def check_jaccard(data: GridData, c: Claim, universe: Sequence[str], families: M
     from irgrid.report.failures import failure_ranks, hard_queries, jaccard
 
     groups = c.args.get("groups")
-    label = ({s: g for g, members in groups.items() for s in members} if groups else
-             {s: families.get(s, "?") for s in (universe or data.systems)})
+    label = ({s: g for g, members in groups.items() for s in members} if groups else  # a system of no known
+             {s: families[s] for s in (universe or data.systems) if s in families})  # family is in no group
     fraction = float(c.args.get("fraction", 0.1))
     b_perm = int(c.args.get("resamples", 1000))
     lacking: list[str] = []
@@ -535,8 +535,9 @@ def claims_of(grid: Grid, source: str | Path | None = None) -> tuple[list[Claim]
     from irgrid.measures import aggregates  # a claims-only file: checked against the grid's names
 
     systems = grid.systems()
+    datasets = [d for d in grid.datasets if d not in aggregates()]  # results.csv's aggregate rows are no datasets
     try:
-        return parse(data["claims"], systems, grid.datasets, list(aggregates()), where), systems, where
+        return parse(data["claims"], systems, datasets, list(aggregates()), where), systems, where
     except ClaimError as e:
         raise ClaimsError(str(e)) from None
 
