@@ -1,4 +1,4 @@
-"""`irgrid` command line: list, datasets, resolve, run, status, report, check, qa."""
+"""`irgrid` command line: list, datasets, resolve, run, status, report, check, claims, diff, card, qa."""
 
 from __future__ import annotations
 
@@ -288,6 +288,57 @@ def cmd_check(args) -> int:
     return 1 if failed else 0
 
 
+def cmd_claims(args) -> int:
+    """`irgrid claims OUT`: the claims of the grid's experiment (or of --claims FILE) checked on its numbers."""
+    from pathlib import Path
+
+    from irgrid.report import claims
+
+    verdicts, where = claims.run(args.out, args.claims, args.bootstrap, args.seed)
+    if args.zero_shot:  # the same claims on the cells known to be zero-shot only, and the groups' aggregates twice
+        zero, _ = claims.run(args.out, args.claims, args.bootstrap, args.seed, zero_shot=True)
+        text = claims.zero_shot_report(args.out, verdicts, zero, where, args.format)
+    else:
+        text = claims.to_json(verdicts) if args.format == "json" else claims.to_markdown(verdicts, where)
+    if args.to:
+        Path(args.to).write_text(text)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def cmd_diff(args) -> int:
+    """`irgrid diff A B`: changed claim verdicts, significance marks, rank orders, best systems and cells beyond
+    their bootstrap SE; exit 1 when a claim's verdict changed."""
+    from pathlib import Path
+
+    from irgrid.report import diff
+
+    result = diff.run(args.a, args.b, args.claims, args.bootstrap, args.seed)
+    md, js = diff.to_markdown(result), diff.to_json(result)
+    if args.to:
+        Path(args.to).mkdir(parents=True, exist_ok=True)
+        Path(args.to, "diff.md").write_text(md)
+        Path(args.to, "diff.json").write_text(js + "\n")
+    sys.stdout.write(js + "\n" if args.format == "json" else md)
+    return 1 if result.changed_claims else 0
+
+
+def cmd_card(args) -> int:
+    """`irgrid card OUT [--against EARLIER]`: the reproduction card (irgrid.report.repro)."""
+    from irgrid.report import repro
+    from irgrid.report.stored import load
+
+    grid = load(args.out)
+    if args.against:
+        card = repro.run_card(load(args.against), grid, depth=args.depth)
+        title = f"{args.out} as a reproduction of {args.against}: ER and ΔRI against each grid's baseline, RMSE, KTU, RBO"
+    else:
+        card = repro.published_card(grid, args.reference)
+        title = f"{args.out}: ER and ΔRI against the paper's published means (baseline BM25)"
+    sys.stdout.write(card.to_csv(index=False) if args.format == "csv" else repro.to_markdown(card, title))
+    return 0
+
+
 def cmd_qa_run(args) -> int:
     """`irgrid qa run EXP.yaml`: the DisastQA reader x evidence-setting grid (irgrid.qa.grid)."""
     logging.getLogger("irgrid").setLevel(logging.INFO)
@@ -455,6 +506,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("out", help="an `irgrid run --out` folder")
     p.add_argument("--expected", help="expected-scores YAML (default: EXPERIMENT.expected.yaml beside the experiment)")
     p.set_defaults(func=cmd_check)
+    p = sub.add_parser("claims", help="check an experiment's claims on a stored grid: supported / contradicted / "
+                                      "inconclusive, effect, CI, p, n, missing cells")
+    p.add_argument("out", help="an `irgrid run --out` folder")
+    p.add_argument("--claims", help="a YAML with a `claims:` block (default: the experiment the grid recorded), e.g. "
+                                    "experiments/paper.yaml")
+    p.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    p.add_argument("--to", help="also write the output to this file")
+    p.add_argument("--zero-shot", action="store_true",
+                   help="also check every claim on zero-shot cells only (each retriever's training collections, "
+                        "sourced), and show the paper's group aggregates over all cells and zero-shot cells")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.set_defaults(func=cmd_claims)
+    p = sub.add_parser("diff", help="what changed between two stored grids: claim verdicts, significance marks, "
+                                    "rank orders, best systems, cells beyond their SE; exit 1 if a claim changed")
+    p.add_argument("a", help="the first `irgrid run --out` folder (before)")
+    p.add_argument("b", help="the second (after)")
+    p.add_argument("--claims", help="a YAML with a `claims:` block (default: the experiment A, else B, recorded)")
+    p.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    p.add_argument("--to", help="also write diff.md and diff.json into this folder")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for SEs and CIs (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.set_defaults(func=cmd_diff)
+    p = sub.add_parser("card", help="the reproduction card: ER and ΔRI against the paper's published means, or with "
+                                    "--against an earlier grid also KTU, RBO, RMSE (repro_eval's definitions)")
+    p.add_argument("out", help="an `irgrid run --out` folder (the reproduction)")
+    p.add_argument("--against", help="an earlier `irgrid run --out` folder (the original) to compare run by run")
+    p.add_argument("--depth", type=int, default=1000, help="ranks compared by KTU and RBO (default 1000)")
+    p.add_argument("--reference", help="folder of the paper's tables as CSV (default: shipped with irgrid)")
+    p.add_argument("--format", choices=["markdown", "csv"], default="markdown")
+    p.set_defaults(func=cmd_card)
     _qa_parser(sub)
     return parser
 

@@ -39,6 +39,7 @@ SCHEMA = Schema({
     "models": Key(dict, hint="a mapping of model ids to local folders"), "latency_sample": Key(),
     "collections": Key(list, hint="a list of {name, docs, topics, qrels}"),
     "aggregates": Key(list, hint="a list of aggregate names"), "profile": Key(), "self_matches": Key(),
+    "claims": Key(list, hint="a list of claims, each {text, source, <form>: {...}} (docs/claims.md)"),
 })
 # catalog: each dataset's own policy (ArguAna, Quora drop a query's own document); paper: additionally, on every
 # dataset a document whose id equals the query id is removed at evaluation unless judged relevant (irgrid.paper)
@@ -70,6 +71,7 @@ class ExperimentSpec:
     latency_sample: int = 50  # queries timed one at a time for p50/p95 latency
     aggregates: list[str] = field(default_factory=list)  # the paper's aggregate columns (BEIR, LoTTE, ...)
     self_matches: str = "catalog"  # SELF_MATCH_RULES
+    claims: list[Any] = field(default_factory=list)  # irgrid.core.claims.Claim; checked by `irgrid claims OUT`
 
     def cells_on(self, dataset: ds_mod.Dataset) -> list[GridCell]:
         """The grid's cells on `dataset`, each bound to it (a profile's per-dataset values applied, so its key, run
@@ -295,6 +297,7 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
         raise ExperimentError(f"{source}: self_matches: {self_matches!r} is not one of {SELF_MATCH_RULES}."
                               f"{did_you_mean(str(self_matches), list(SELF_MATCH_RULES))}")
     models = data.get("models") or {}
+    claims = _claims(data.get("claims"), names, [d.name for d in datasets], source)
     return ExperimentSpec(
         name=str(data.get("name") or Path(source).stem),
         datasets=datasets,
@@ -312,7 +315,24 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
         latency_sample=_non_negative_int(data.get("latency_sample", 50), f"{source}: latency_sample"),
         self_matches=self_matches,
         source=source,
+        claims=claims,
     )
+
+
+def _claims(items: Any, systems: list[str], datasets: list[str], source: str) -> list[Any]:
+    """The `claims:` block checked against this experiment's names, each claim's measure a known one."""
+    from irgrid.core.claims import ClaimError, parse
+    from irgrid.measures import aggregates
+
+    try:
+        claims = parse(items, systems, datasets, list(aggregates()), source)
+    except ClaimError as e:
+        raise ExperimentError(str(e)) from None
+    for c in claims:
+        for t in c.targets:
+            if t.measure is not None:
+                parse_measure(t.measure, f"{c.where}: {c.form}: measure")
+    return claims
 
 
 def _test(value: Any, source: str) -> tuple[str, int, int]:
