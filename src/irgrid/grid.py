@@ -131,6 +131,36 @@ def check_out(out: Path) -> None:
     except OSError as e:
         raise OutputError(f"--out {out}: {probe_dir} is not writable ({e.strerror or e}); choose a folder you "
                           f"can write to") from None
+    _refuse_foreign(out)
+
+
+# what a grid writes into --out: found in a folder without irgrid's manifest, they are someone else's files
+OUTPUT_NAMES = ("results.csv", "perquery.csv", "results.md", "failures.json", "runs", "qrels", "latency.csv")
+
+
+def _refuse_foreign(out: Path) -> None:
+    """Never overwrite outputs irgrid did not write: a folder holding files of a grid's names needs irgrid's
+    manifest.json (or the flag of an irgrid run stopped while writing it), as `irgrid report` needs one."""
+    from irgrid.runner.outputs import WRITING, OutputError
+
+    if not out.is_dir():
+        return
+    taken = [name for name in OUTPUT_NAMES if (out / name).exists()]
+    if not taken or (out / WRITING).exists():
+        return
+    manifest = out / "manifest.json"
+    why = "no manifest.json"
+    if manifest.exists():
+        try:
+            data = json.loads(manifest.read_text())
+            if isinstance(data, dict) and "experiment" in data:
+                return
+            why = "a manifest.json that is not irgrid's"
+        except (OSError, ValueError):
+            why = "an unreadable manifest.json"
+    raise OutputError(f"--out {out} holds {', '.join(taken)} but {why}: not an irgrid output folder, and irgrid "
+                      f"does not overwrite files it did not write. Choose another --out (a new or empty folder), or "
+                      f"move those files away")
 
 
 @contextlib.contextmanager
