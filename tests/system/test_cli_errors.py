@@ -89,3 +89,17 @@ def test_out_folder_with_foreign_results_is_refused(tmp_path):
     msg = _one_error(_cli_run(tmp_path, GOOD))
     assert "a manifest.json that is not irgrid's" in msg and "Choose another --out" in msg
     assert (out / "results.csv").read_text() == "mine,not irgrid's\n1,2\n"
+
+
+def test_dry_run_names_a_missing_model_mapping_file(tmp_path):
+    """Issue 40 item 10: IRGRID_MODELS naming no file is said as such, not as an installed model gone missing."""
+    import os
+
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(GOOD.replace("bm25-pisa", "all-minilm-l6-v2"))
+    env = {**os.environ, "IRGRID_MODELS": str(tmp_path / "absent.yaml")}
+    proc = subprocess.run([sys.executable, "-m", "irgrid.cli", "run", str(exp), "--dry-run", "--cache",
+                           str(tmp_path / "cache")], capture_output=True, text=True, timeout=300, env=env)
+    msg = _one_error(proc)
+    assert "absent.yaml, which does not exist: the model mapping file is missing" in msg
+    assert "missing checkpoints" not in proc.stdout

@@ -226,6 +226,7 @@ def build_pipeline(cell: GridCell, dataset: str | Dataset | None = None, store: 
         raise RoleError(f"{cell.name}.pipeline() needs a dataset to index, e.g. 'beir/scifact/test'")
     ds = dataset_of(dataset)
     cell = cell.for_dataset(ds)  # a profile's per-dataset values, as the grid's cell on this dataset runs them
+    cell = models_mod.with_mapping(cell, model_map)  # mapped checkpoints keyed by their folders' content
     inner = cell.build(ds, store or Store(), model_map, live=live)
     if not check_queries:
         return inner
