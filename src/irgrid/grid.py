@@ -121,17 +121,38 @@ def check_out(out: Path) -> None:
 
     if out.exists() and not out.is_dir():
         raise OutputError(f"--out {out} is a file, not a folder; give a folder path")
-    probe_dir = out if out.exists() else next((p for p in out.parents if p.exists()), Path("/"))
-    # a real write, not os.access: root passes os.access on a read-only mount or a chattr +i folder
-    try:
-        import tempfile
+    probe_dir, e = _probe_write(out)
+    if e is not None:
+        raise OutputError(f"--out {out}: {probe_dir} is not writable ({e.strerror or e}); choose a folder you "
+                          f"can write to")
+    _refuse_foreign(out)
 
+
+def _probe_write(folder: Path) -> tuple[Path, OSError | None]:
+    """A real write into `folder` (or its nearest existing parent), not os.access: root passes os.access on a
+    read-only mount or a chattr +i folder. Returns the folder probed and the error (None: writable)."""
+    import tempfile
+
+    probe_dir = folder if folder.exists() else next((p for p in folder.parents if p.exists()), Path("/"))
+    try:
         with tempfile.NamedTemporaryFile(dir=probe_dir, prefix=".irgrid-probe-"):
             pass
     except OSError as e:
-        raise OutputError(f"--out {out}: {probe_dir} is not writable ({e.strerror or e}); choose a folder you "
-                          f"can write to") from None
-    _refuse_foreign(out)
+        return probe_dir, e
+    return probe_dir, None
+
+
+def check_cache(store: Store) -> None:
+    """The cache must be writable, even for a grid whose every cell is cached (locks, the staged collections'
+    copies, query-time index files): a read-only cache is said as such before any cell, not as data that is
+    "not staged"."""
+    from irgrid.store import CacheError
+
+    probe_dir, e = _probe_write(store.root)
+    if e is not None:
+        raise CacheError(f"the cache {store.root} is not writable ({probe_dir}: {e.strerror or e}): irgrid writes its "
+                         f"locks, staged collection copies, indexes and runs there, cached cells included. Give a "
+                         f"writable --cache (or IRGRID_CACHE); a read-only copy can be copied to a writable place")
 
 
 # what a grid writes into --out: found in a folder without irgrid's manifest, they are someone else's files
@@ -355,6 +376,10 @@ def _data_error(dataset: Dataset, e: Exception) -> str:
     if isinstance(e, OSError) and e.errno == errno.ENOSPC:  # copying the staged home into a full cache
         return (f"no space left copying the staged collection of {dataset.name!r} into the cache "
                 f"({settings.irds_home()}){disk_note(settings.irds_home())}")
+    if isinstance(e, OSError) and e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return (f"the data of {dataset.name!r} cannot be written into the cache ({e.strerror}: "
+                f"{e.filename or settings.irds_home()}): the cache is read-only here; give a writable --cache (or "
+                f"IRGRID_CACHE)")
     if is_download_failure(e):
         return (f"the queries/qrels of {dataset.name!r} are not staged and could not be downloaded "
                 f"({type(e).__name__}). Stage the collection on a connected machine with ir_datasets and copy its "
@@ -447,8 +472,9 @@ def _estimate(retriever: GridCell, dataset: Dataset, index_cached: bool, index_r
 
 
 def preflight(spec: ExperimentSpec, store: Store) -> None:
-    """Fail before computing anything when a model that an uncached cell needs cannot be resolved, or a
-    dataset's own measures do not parse."""
+    """Fail before computing anything when the cache is not writable, a model that an uncached cell needs
+    cannot be resolved, or a dataset's own measures do not parse."""
+    check_cache(store)
     for dataset in spec.datasets:
         spec.measures_for(dataset)
         for retriever in spec.retrievers:

@@ -64,7 +64,8 @@ class Store:
     # -- concurrency: locks and the build log -------------------------------------------------------------
     def lock_path(self, artifact: Path) -> Path:
         """The lock file of an artifact of this cache (kept apart, under `locks/`, so no glob ever sees it)."""
-        rel = Path(artifact).resolve().relative_to(self.root.resolve())
+        artifact = Path(artifact)  # the link itself, never its target: a cached file replaced by a link is still ours
+        rel = (artifact.parent.resolve() / artifact.name).relative_to(self.root.resolve())
         return self.root / "locks" / rel.parent / f"{rel.name}.lock"
 
     @contextlib.contextmanager
