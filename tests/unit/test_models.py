@@ -220,3 +220,14 @@ def test_a_mapping_to_a_pickle_is_refused_at_validation(tmp_path):
     register_local(MINILM.id, pickle)
     with pytest.raises(models.ModelMappingError, match=r"a file \(.pkl\), not a model folder"):
         resolve(MINILM, check_only=True)
+
+
+def test_without_a_mapping_for_its_checkpoints_every_entry_keeps_its_key(tmp_path):
+    """Issue 40 item 5: only a mapped checkpoint changes a key (the golden keys pin the unmapped ones)."""
+    from irgrid.core.retrievers import RETRIEVERS, get
+
+    (tmp_path / "config.json").write_text("{}")
+    for name in RETRIEVERS.names():
+        entry = get(name)
+        assert models.with_mapping(entry, {}) is entry
+        assert models.with_mapping(entry, {"org/unrelated": str(tmp_path)}) is entry
