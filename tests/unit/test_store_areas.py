@@ -215,4 +215,3 @@ def test_replay_parts_are_a_sub_area_with_full_precision(tmp_path):
     assert not computed and cell["ROUGE-L"].iloc[0] == pytest.approx(value, rel=1e-15, abs=0)
     assert cell["qid"].iloc[0] == "007"
     assert cell["model"].iloc[0] == "1"
-
