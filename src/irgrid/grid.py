@@ -121,16 +121,67 @@ def check_out(out: Path) -> None:
 
     if out.exists() and not out.is_dir():
         raise OutputError(f"--out {out} is a file, not a folder; give a folder path")
-    probe_dir = out if out.exists() else next((p for p in out.parents if p.exists()), Path("/"))
-    # a real write, not os.access: root passes os.access on a read-only mount or a chattr +i folder
-    try:
-        import tempfile
+    probe_dir, e = _probe_write(out)
+    if e is not None:
+        raise OutputError(f"--out {out}: {probe_dir} is not writable ({e.strerror or e}); choose a folder you "
+                          f"can write to")
+    _refuse_foreign(out)
 
+
+def _probe_write(folder: Path) -> tuple[Path, OSError | None]:
+    """A real write into `folder` (or its nearest existing parent), not os.access: root passes os.access on a
+    read-only mount or a chattr +i folder. Returns the folder probed and the error (None: writable)."""
+    import tempfile
+
+    probe_dir = folder if folder.exists() else next((p for p in folder.parents if p.exists()), Path("/"))
+    try:
         with tempfile.NamedTemporaryFile(dir=probe_dir, prefix=".irgrid-probe-"):
             pass
     except OSError as e:
-        raise OutputError(f"--out {out}: {probe_dir} is not writable ({e.strerror or e}); choose a folder you "
-                          f"can write to") from None
+        return probe_dir, e
+    return probe_dir, None
+
+
+def check_cache(store: Store) -> None:
+    """The cache must be writable, even for a grid whose every cell is cached (locks, the staged collections'
+    copies, query-time index files): a read-only cache is said as such before any cell, not as data that is
+    "not staged"."""
+    from irgrid.store import CacheError
+
+    probe_dir, e = _probe_write(store.root)
+    if e is not None:
+        raise CacheError(f"the cache {store.root} is not writable ({probe_dir}: {e.strerror or e}): irgrid writes its "
+                         f"locks, staged collection copies, indexes and runs there, cached cells included. Give a "
+                         f"writable --cache (or IRGRID_CACHE); a read-only copy can be copied to a writable place")
+
+
+# what a grid writes into --out: found in a folder without irgrid's manifest, they are someone else's files
+OUTPUT_NAMES = ("results.csv", "perquery.csv", "results.md", "failures.json", "runs", "qrels", "latency.csv")
+
+
+def _refuse_foreign(out: Path) -> None:
+    """Never overwrite outputs irgrid did not write: a folder holding files of a grid's names needs irgrid's
+    manifest.json (or the flag of an irgrid run stopped while writing it), as `irgrid report` needs one."""
+    from irgrid.runner.outputs import WRITING, OutputError
+
+    if not out.is_dir():
+        return
+    taken = [name for name in OUTPUT_NAMES if (out / name).exists()]
+    if not taken or (out / WRITING).exists():
+        return
+    manifest = out / "manifest.json"
+    why = "no manifest.json"
+    if manifest.exists():
+        try:
+            data = json.loads(manifest.read_text())
+            if isinstance(data, dict) and "experiment" in data:
+                return
+            why = "a manifest.json that is not irgrid's"
+        except (OSError, ValueError):
+            why = "an unreadable manifest.json"
+    raise OutputError(f"--out {out} holds {', '.join(taken)} but {why}: not an irgrid output folder, and irgrid "
+                      f"does not overwrite files it did not write. Choose another --out (a new or empty folder), or "
+                      f"move those files away")
 
 
 @contextlib.contextmanager
@@ -325,6 +376,10 @@ def _data_error(dataset: Dataset, e: Exception) -> str:
     if isinstance(e, OSError) and e.errno == errno.ENOSPC:  # copying the staged home into a full cache
         return (f"no space left copying the staged collection of {dataset.name!r} into the cache "
                 f"({settings.irds_home()}){disk_note(settings.irds_home())}")
+    if isinstance(e, OSError) and e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return (f"the data of {dataset.name!r} cannot be written into the cache ({e.strerror}: "
+                f"{e.filename or settings.irds_home()}): the cache is read-only here; give a writable --cache (or "
+                f"IRGRID_CACHE)")
     if is_download_failure(e):
         return (f"the queries/qrels of {dataset.name!r} are not staged and could not be downloaded "
                 f"({type(e).__name__}). Stage the collection on a connected machine with ir_datasets and copy its "
@@ -415,8 +470,9 @@ def _estimate(retriever: GridCell, dataset: Dataset, index_cached: bool, index_r
 
 
 def preflight(spec: ExperimentSpec, store: Store) -> None:
-    """Fail before computing anything when a model that an uncached cell needs cannot be resolved, or a
-    dataset's own measures do not parse."""
+    """Fail before computing anything when the cache is not writable, a model that an uncached cell needs
+    cannot be resolved, or a dataset's own measures do not parse."""
+    check_cache(store)
     for dataset in spec.datasets:
         spec.measures_for(dataset)
         for retriever in spec.cells_on(dataset):

@@ -64,6 +64,9 @@ class BuildContext:
     # the same documents with title and text kept apart ({'docno', 'title', 'text'}), for builders whose entry
     # declares other document fields than the flat join (irgrid.data.doc_fields); None where not available
     fielded: Callable[[], Iterator[dict[str, str]]] | None = None
+    # the cache the artifact is built in (irgrid.store.Store), for stages that keep their work as they go (docT5query's
+    # generations area: a killed stage resumes); None outside the grid's builders
+    store: Any = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -659,7 +659,7 @@ def is_download_failure(e: BaseException) -> bool:
     if isinstance(e, RuntimeError):
         return bool(e.args) and e.args[0] == "All download sources failed"
     return isinstance(e, OSError) and not isinstance(e, (FileNotFoundError, PermissionError)) \
-        and e.errno != errno.ENOSPC
+        and e.errno not in (errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT)  # local, not network
 
 
 def irds_load(ds: Dataset | str) -> Any:

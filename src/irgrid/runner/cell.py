@@ -140,6 +140,9 @@ def disk_note(path: Path) -> str:
         if free < 64 << 20 else ""
 
 
+_EMPTY_WARNED: set[str] = set()  # corpora whose documents without text were named in this process
+
+
 class _TrackedDocs:
     """The documents as a builder sees them, remembering whether the last pass ended, failed or saw nothing.
 
@@ -151,18 +154,21 @@ class _TrackedDocs:
         self.error: BaseException | None = None
         self.count = 0
         self.finished = False
+        self.empty: list[str] = []  # ids of documents without text (warned about once, after a full pass)
 
     def __call__(self):
         """One progress bar per pass, in documents, with rate and ETA (the builder's own bars are silenced)."""
         from tqdm.auto import tqdm
 
-        self.error, self.count, self.finished = None, 0, False
+        self.error, self.count, self.finished, self.empty = None, 0, False, []
         stream = progress_stream()
         bar = tqdm(total=self._total or None, desc=self._desc or self._corpus, unit="doc", unit_scale=True,
                    file=stream, mininterval=0.5 if stream.isatty() else 30, disable=not self._desc, leave=False)
         try:
             for doc in self._docs():
                 self.count += 1
+                if not str(doc.get("text") or "").strip():
+                    self.empty.append(str(doc.get("docno")))
                 bar.update()
                 yield doc
         except BaseException as e:
@@ -171,6 +177,11 @@ class _TrackedDocs:
         finally:
             bar.close()
         self.finished = True
+        if self.empty and self._corpus not in _EMPTY_WARNED:  # once per corpus (a stage pass, then the index's)
+            _EMPTY_WARNED.add(self._corpus)
+            log.warning("%s: %d of %d documents have no text (e.g. %s): they are indexed empty, no query retrieves "
+                        "them, and document expansion leaves them empty", self._corpus, len(self.empty), self.count,
+                        ", ".join(self.empty[:5]))
 
     def check(self) -> None:
         if self.error is not None:
@@ -198,7 +209,7 @@ def _write_stage(stage, dataset: Dataset, store: Store, docs, docs_count: int, m
     store.remove_leftovers(path)
     log.info("document stage %s on %s -> %s", stage.name, dataset.corpus, path)
     ctx = BuildContext(path=path.parent, params=stage.params, models=resolve_models(stage.models, model_map),
-                       docs=docs, docs_count=docs_count, device=settings.device())
+                       docs=docs, docs_count=docs_count, device=settings.device(), store=store)
     transformer = stage.make(ctx)
 
     tracked = _TrackedDocs(docs, dataset.corpus, docs_count, f"document stage {stage.name} on {dataset.corpus}")
@@ -226,6 +237,7 @@ def build_pipeline(cell: GridCell, dataset: str | Dataset | None = None, store: 
         raise RoleError(f"{cell.name}.pipeline() needs a dataset to index, e.g. 'beir/scifact/test'")
     ds = dataset_of(dataset)
     cell = cell.for_dataset(ds)  # a profile's per-dataset values, as the grid's cell on this dataset runs them
+    cell = models_mod.with_mapping(cell, model_map)  # mapped checkpoints keyed by their folders' content
     inner = cell.build(ds, store or Store(), model_map, live=live)
     if not check_queries:
         return inner

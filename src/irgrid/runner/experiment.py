@@ -296,7 +296,8 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
 
         raise ExperimentError(f"{source}: self_matches: {self_matches!r} is not one of {SELF_MATCH_RULES}."
                               f"{did_you_mean(str(self_matches), list(SELF_MATCH_RULES))}")
-    models = data.get("models") or {}
+    models = {str(k): str(v) for k, v in (data.get("models") or {}).items()}
+    retrievers = _mapped(retrievers, models, source)
     claims = _claims(data.get("claims"), names, [d.name for d in datasets], source)
     return ExperimentSpec(
         name=str(data.get("name") or Path(source).stem),
@@ -309,7 +310,7 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
         test_seed=seed,
         comparisons=comparisons,
         correction=None if correction == "none" else correction,
-        models={str(k): str(v) for k, v in models.items()},
+        models=models,
         description=str(data.get("description", "")),
         aggregates=[str(a) for a in aggregates],
         latency_sample=_non_negative_int(data.get("latency_sample", 50), f"{source}: latency_sample"),
@@ -381,3 +382,20 @@ def with_extra(spec: Any, extra: Mapping[str, Any] | None, keys: Mapping[str, st
                               f"choose other names")
     added = [extra_pipeline(n, p, keys.get(n)) for n, p in extra.items()]
     return dataclasses.replace(spec, retrievers=[*spec.retrievers, *added])
+
+
+def _mapped(retrievers: list[GridCell], models: dict[str, str], source: str) -> list[GridCell]:
+    """The cells with their mapped checkpoints keyed by the mapped folders' content (irgrid.models.resolver
+    .with_mapping); a `models:` value that names a file which is not a model (a pickle...) is refused here, at
+    validation, as is an IRGRID_MODELS naming no file."""
+    from irgrid.models import resolver
+
+    for model_id, folder in models.items():
+        problem = resolver.mapped_path_problem(Path(folder).expanduser())
+        if problem:
+            raise ExperimentError(f"{source}: models: {model_id!r} is mapped to {folder}, {problem}")
+    try:
+        mark = resolver.mapping_marker(models)
+        return [mark(r) for r in retrievers]
+    except resolver.ModelMappingError as e:
+        raise ExperimentError(f"{source}: {e}") from None

@@ -282,6 +282,8 @@ def make_plan(spec: Any, store: Store) -> Plan:
         for ref in list(r.all_models().values()):
             try:
                 resolve_models({"m": ref}, spec.models, check_only=True)
+            except models_mod.ModelMappingError:
+                raise  # the mapping is wrong (a missing IRGRID_MODELS file, a pickle): not a checkpoint to stage
             except models_mod.ModelUnavailableError as e:
                 key = f"{ref.id}@{ref.revision}" if ref.revision else ref.id
                 entry = missing_models.setdefault(key, {"command": models_mod.staging_command(ref), "retrievers": [],
