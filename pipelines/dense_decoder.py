@@ -19,9 +19,11 @@ from irgrid.core.paper_code import (
     MODELS_PY,
     NVEMBED_PY,
     NVEMBED_PY_OLD,
+    card_titles,
     code,
     generic,
     paper,
+    release_titles,
 )
 from irgrid.core.profiles import Setting
 from irgrid.dense.entry import dense_retriever
@@ -41,7 +43,13 @@ NO_CARD_DTYPE = "irgrid default (no card value): bf16 on GPU"
 
 
 def _st_paper(**extra: Setting) -> dict[str, Setting]:
-    return {"dtype": paper("fp32", ENCODER_PY, ST_HANDLER), **extra}
+    return {"dtype": paper("fp32", ENCODER_PY, ST_HANDLER), **release_titles(where=ST_TITLES), **extra}
+
+
+# src/models/{llm2vec,gritlm,nvembed}.py: f"{doc.get('title', '')} {doc.get('text', '')}".strip() over DataHandler
+# records (title None on a title-less corpus; an empty title stripped away)
+def _strip_titles(path: str) -> dict[str, Setting]:
+    return release_titles(path, "run(): f\"{doc.get('title', '')} {doc.get('text', '')}\".strip()", keep_empty=False)
 
 
 ENCODER_DECODER = [
@@ -51,7 +59,7 @@ ENCODER_DECODER = [
                              arch="t5-encoder", tiny=(("st_dense", (16,)),)),
         loader="t5-encoder", pooling="mean", normalize=True, similarity="cos", query_max_length=512,
         doc_max_length=512,
-        profiles={"paper": _st_paper(), "card": {"dtype": Setting("bf16", NO_CARD_DTYPE)}},
+        profiles={"paper": _st_paper(), "card": {"dtype": Setting("bf16", NO_CARD_DTYPE), **card_titles()}},
         citation="Ni et al., EMNLP 2022",
         notes="sentence-transformers folder: T5 encoder, mean pooling, Dense 1024->768 (no bias), Normalize",
     ),
@@ -70,13 +78,14 @@ ENCODER_DECODER = [
                                         text="'Represent the document: '"),
                 "doc_fields": paper(("title", "text"), ENCODER_PY, ST_TITLES),
                 "dtype": paper("fp32", ENCODER_PY, ST_HANDLER),
+                **release_titles(where=ST_TITLES),
             },
             "card": {"query_template": Setting("Represent the Wikipedia question for retrieving supporting "
                                                "documents: {text}", "INSTRUCTOR README / MTEB instructor_models"),
                      "doc_template": Setting("Represent the Wikipedia document for retrieval: {text}",
                                              "INSTRUCTOR README / MTEB instructor_models"),
                      "doc_fields": Setting(("title", "text"), "MTEB retrieval corpus: title + ' ' + text"),
-                     "dtype": Setting("bf16", NO_CARD_DTYPE)},
+                     "dtype": Setting("bf16", NO_CARD_DTYPE), **card_titles()},
         },
         citation="Su et al., Findings of ACL 2023",
         notes="INSTRUCTOR mean-pools over the text tokens only (instruction excluded), then Dense + Normalize; with "
@@ -106,13 +115,15 @@ DECODER_ONLY = [
                 "pool_prompt": paper(True, LLM2VEC_PY, "encode(): _mean_pool over the whole attention mask"),
                 "doc_fields": paper(("title", "text"), LLM2VEC_PY, "run(): f\"{doc.get('title', '')} "
                                                                    "{doc.get('text', '')}\".strip()"),
+                **_strip_titles(LLM2VEC_PY),
             },
             "card": {"query_template": Setting("Given a web search query, retrieve relevant passages that answer "
                                                "the query: {text}", "LLM2Vec README / MTEB llm2vec_models "
                                                                     "(instruction joined to the query)"),
                      "query_pair": Setting(False, "LLM2Vec.encode: instruction and text joined into one sequence"),
                      "pool_prompt": Setting(False, "LLM2Vec.encode: embed_mask excludes the instruction"),
-                     "doc_fields": Setting(("title", "text"), "MTEB retrieval corpus: title + ' ' + text")},
+                     "doc_fields": Setting(("title", "text"), "MTEB retrieval corpus: title + ' ' + text"),
+                     **card_titles(keep_empty=False)},
         },
         citation="BehnamGhader et al., COLM 2024",
         notes="paper code (src/models/llm2vec.py): MNTP base at code revision 9d1613c4 + the supervised adapter "
@@ -131,10 +142,11 @@ DECODER_ONLY = [
                 "query_max_length": paper(1024, ENCODER_PY, "encode(): peft_biencoder tokenizer(max_length=1024)"),
                 "doc_max_length": paper(1024, ENCODER_PY, "encode(): peft_biencoder tokenizer(max_length=1024)"),
                 "dtype": paper("fp16", ENCODER_PY, "_load_peft_biencoder(): torch_dtype=float16 (+ fp16 autocast)"),
+                **release_titles(),
             },
             "card": {"query_max_length": Setting(512, "irgrid default (no card length; unverified)"),
                      "doc_max_length": Setting(1024, "irgrid default (no card length; unverified)"),
-                     "dtype": Setting("bf16", NO_CARD_DTYPE)},
+                     "dtype": Setting("bf16", NO_CARD_DTYPE), **card_titles()},
         },
         citation="Ma et al., SIGIR 2024",
         notes=f"LoRA over meta-llama/Llama-2-7b-hf (base revision 01c7f73d per MTEB); stage the merged weights under "
@@ -154,12 +166,14 @@ DECODER_ONLY = [
                                         "<|embed|>\n{text}", GRITLM_PY, "_gritlm_instruction() with "
                                         "models.py generalist_embedders['gritlm']['query_instruction'] (ends with ':')"),
                 "dtype": paper("fp16", GRITLM_PY, "_load_model(): GritLM(..., torch_dtype=torch.float16)"),
+                **_strip_titles(GRITLM_PY),
             },
             "card": {"query_template": Setting("<|user|>\nGiven a question, retrieve passages that answer the "
                                                "question\n<|embed|>\n{text}",
                                                "GritLM README format <|user|>\\n{instruction}\\n<|embed|>\\n; "
                                                "instruction: irgrid's unified one"),
-                     "dtype": Setting("bf16", "GritLM README: torch_dtype='auto' (bf16 weights)")},
+                     "dtype": Setting("bf16", "GritLM README: torch_dtype='auto' (bf16 weights)"),
+                     **card_titles(keep_empty=False)},
         },
         citation="Muennighoff et al., ICLR 2025",
         notes="GritLM embedding mode: bidirectional attention, mean pooling over the text after <|embed|>, max 512 "
@@ -184,7 +198,7 @@ DECODER_ONLY = [
                      "append_eos": Setting(True, "model card: last-token pooling on <|endoftext|>"),
                      "query_max_length": Setting(8192, "model card usage example max_length=8192"),
                      "doc_max_length": Setting(8192, "model card usage example max_length=8192"),
-                     "dtype": Setting("bf16", NO_CARD_DTYPE)},
+                     "dtype": Setting("bf16", NO_CARD_DTYPE), **card_titles()},
         },
         citation="Zhang et al., 2025 (Qwen3 Embedding)",
         notes="last-token pooling, normalised; the card's instruction has no space after 'Query:', the paper's has one",
@@ -211,6 +225,7 @@ DECODER_ONLY = [
                 "prompt_mask_specials": paper(False, NVEMBED_PY, "encode(): model.encode(texts, instruction=...): "
                                               "the checkpoint's encode masks len(tokenizer.tokenize(instruction)) "
                                               "positions from position 0 (BOS included) out of the pooling"),
+                **_strip_titles(NVEMBED_PY),
             },
             "card": {"query_template": Setting("Instruct: Given a question, retrieve passages that answer the "
                                                "question\nQuery: {text}</s>", "model card nvidia/NV-Embed-v2 "
@@ -219,7 +234,8 @@ DECODER_ONLY = [
                      "doc_max_length": Setting(32768, "model card usage example max_length=32768"),
                      "doc_fields": Setting(("title", "text"), "MTEB retrieval corpus: title + ' ' + text"),
                      "prompt_mask_specials": Setting(True, "irgrid default kept: BOS and the instruction's tokens are "
-                                                           "left out of the pooling")},
+                                                           "left out of the pooling"),
+                     **card_titles(keep_empty=False)},
         },
         citation="Lee et al., ICLR 2025",
         notes="Mistral-7B made bidirectional + latent-attention pooling (512 latents), mean over the text tokens "
@@ -247,13 +263,19 @@ DECODER_ONLY = [
                                    "else 'none'} | text: {text}\"]), and encode_document prepends the checkpoint's "
                                    f"'document' prompt {GEMMA_D!r} again ({GEMMA_PROMPTS})"),
                 doc_sep=paper(" | text: ", ENCODER_PY, "encode(): 'gemma' branch: 'title: {title} | text: {text}'"),
-                doc_empty=paper("none", ENCODER_PY, "encode(): 'gemma' branch: title 'none' when None")),
+                doc_empty=paper("none", ENCODER_PY, "encode(): 'gemma' branch: title 'none' when None"),
+                none_title=paper(None, ENCODER_PY, "encode(): 'gemma' branch: title 'none' when None (doc_empty), "
+                                                   "not 'None'"),
+                keep_empty_title=paper(True, ENCODER_PY, "encode(): 'gemma' branch: f\"title: {title if title is not "
+                                                         "None else 'none'} | text: {text}\": an empty title stays "
+                                                         "empty ('title:  | text: ...')")),
             "card": {"query_template": Setting("task: search result | query: {text}",
                                                "model card google/embeddinggemma-300m (prompts)"),
                      "doc_template": Setting("title: {text}", "MTEB google_embeddinggemma.py: 'title: {title} | text: "
                                                               "{text}'"),
                      "doc_sep": Setting(" | text: ", "MTEB google_embeddinggemma.py document format"),
                      "doc_empty": Setting("none", "MTEB google_embeddinggemma.py: title 'none' when absent"),
+                     **card_titles(),
                      "dtype": Setting("bf16", "model card: bf16 or fp32 (no fp16)")},
         },
         citation="Vera et al., 2025 (EmbeddingGemma)",
@@ -281,7 +303,7 @@ DECODER_ONLY = [
                                                "\n Query: {text}", "MTEB kalm_models.py: KaLM_INSTRUCTION "
                                                "'Instruct: {instruction} \\n Query: ' with the KaLM generic "
                                                "retrieval instruction"),
-                     "dtype": Setting("bf16", NO_CARD_DTYPE)},
+                     "dtype": Setting("bf16", NO_CARD_DTYPE), **card_titles()},
         },
         citation="Zhao et al., ICLR 2026",
         notes="Qwen2-0.5B, bidirectional, mean pooling, max 512 (MTEB; the paper sets max_seq_length 512 too)",

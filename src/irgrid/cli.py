@@ -43,7 +43,8 @@ def cmd_profiles(entries, fmt: str, agreeing: bool = False) -> int:
     def profiles(r) -> dict:  # one entry shown alone: with the settings every paper profile shares (depth)
         if not agreeing or "paper" not in r.profiles:
             return r.profiles
-        return {**r.profiles, "paper": for_entry("paper", r.profiles["paper"], r.options)}
+        return {**r.profiles, "paper": for_entry("paper", r.profiles["paper"], r.options),
+                "card": for_entry("card", r.profiles.get("card", {}), r.options)}
 
     rows = [{"name": r.name, "setting": d["setting"], "paper": _shown(d["paper"]), "card": _shown(d["card"]),
              "paper_source": d["paper_source"], "card_source": d["card_source"], "note": d["note"]}
