@@ -100,13 +100,17 @@ def _quantisation(p) -> dict:
 
 
 def unicoil_stage(ctx: BuildContext):
-    from irgrid.sparse.impact import UniCoilEncoder, load_unicoil
+    from irgrid.sparse.impact import DropDocuments, UniCoilEncoder, load_unicoil, release_setting, tail_documents
 
     enc, p = ctx.models["doc"], ctx.params
     model = load_unicoil(enc.location, _revision(enc), ctx.device, _tiny(enc),
                          _allowed(p, "doc")["allow_unexpected"])
-    return UniCoilEncoder(model, "d", skip=p["skip"], keep_sep=bool(p["keep_sep"]), **_quantisation(p)) \
+    encoder = UniCoilEncoder(model, "d", skip=p["skip"], keep_sep=bool(p["keep_sep"]), **_quantisation(p)) \
         >> _select("docno", "toks")
+    if p.get("unicoil_tail_batches") is None:
+        return encoder
+    workers, batch = release_setting(p["unicoil_tail_batches"], "unicoil_tail_batches")
+    return DropDocuments(tail_documents(ctx.docs(), workers, batch)) >> encoder
 
 
 def sparta_stage(ctx: BuildContext):
@@ -114,7 +118,14 @@ def sparta_stage(ctx: BuildContext):
 
     enc, p = ctx.models["encoder"], ctx.params
     model = load_encoder(enc.location, _revision(enc), ctx.device, _allowed(p, "encoder")["allow_unexpected"])
-    return SpartaEncoder(model, zero_special=bool(p["zero_special"]), **_quantisation(p)) >> _select("docno", "toks")
+    widths = None
+    if p.get("sparta_pad_max") is not None:
+        from irgrid.sparse.impact import padded_widths, release_setting
+
+        workers, batch = release_setting(p["sparta_pad_max"], "sparta_pad_max")
+        widths = padded_widths(ctx.docs(), model[0], int(p["max_length"]), workers, batch)
+    return SpartaEncoder(model, zero_special=bool(p["zero_special"]), pad_widths=widths, **_quantisation(p)) \
+        >> _select("docno", "toks")
 
 
 def deepct_stage(ctx: BuildContext):
@@ -189,8 +200,9 @@ def bm25_query(index, ctx: QueryContext):
 # entry re-derives itself when one changes (Retriever.derive), which is how a profile reaches the document side.
 DOC_OPTIONS = {
     "splade": ("max_length", "batch_size", "scale", "rounding", "top_k", "strict"),
-    "unicoil": ("max_length", "batch_size", "scale", "rounding", "top_k", "skip", "keep_sep", "strict"),
-    "sparta": ("max_length", "batch_size", "scale", "rounding", "top_k", "zero_special", "strict"),
+    "unicoil": ("max_length", "batch_size", "scale", "rounding", "top_k", "skip", "keep_sep", "strict",
+                "unicoil_tail_batches"),
+    "sparta": ("max_length", "batch_size", "scale", "rounding", "top_k", "zero_special", "strict", "sparta_pad_max"),
     "deepct": ("max_length", "batch_size", "scale", "rounding", "top_k", "activation", "cap", "aggregate",
                "keep_text_if_empty", "strict"),
 }
@@ -255,6 +267,11 @@ SPARTA_PY = code(paper_code.SPARTA_PY)
 RUN_PY = code(paper_code.RUN_PY)
 LUCENE_PY = code(paper_code.LUCENE_PY)
 PYSERINI_UNICOIL = "castorini/pyserini pyserini/encode/_unicoil.py"
+# the release's document workers (the quirks unicoil_tail_batches and sparta_pad_max): min(4, GPUs) processes, 4 on
+# the paper's machine (assumed: the release reads torch.cuda.device_count()), each taking every 4th line of the corpus
+RELEASE_WORKERS = {"workers": 4, "batch_size": 32}
+WORKERS_SRC = (f"{ENCODER_PY} SparseEncoder.encode: world = min(4, torch.cuda.device_count()) workers (4 assumed), "
+               f"batch_size 32; _iter_corpus_strided: worker r takes lines i % world == r with non-blank text")
 ANSERINI_TRUNC = (f"{LUCENE_PY} (JsonVectorCollection --impact --pretokenized: Anserini casts each float weight "
                   f"to an integer term frequency) with {SPARTA_PY} writing unscaled float weights")
 
@@ -311,7 +328,7 @@ sparse_entry(SparseSpec(
 sparse_entry(SparseSpec(
     "unicoil", "unicoil", {"doc": UNICOIL}, {"query": UNICOIL},
     options={"max_length": 512, "batch_size": 32, "scale": 100.0, "rounding": "round", "top_k": None, "skip": None,
-             "keep_sep": True, "query_max_length": 128, "query_aggregate": "sum",
+             "keep_sep": True, "query_max_length": 128, "query_aggregate": "sum", "unicoil_tail_batches": None,
              # BertModel without pooler: the checkpoint's pooler and its `tok_proj` head (loaded separately)
              "strict": {"doc": {"allow_unexpected": ["*pooler.*", "*tok_proj.*"]},
                         "query": {"allow_unexpected": ["*pooler.*", "*tok_proj.*"]}}},
@@ -327,6 +344,9 @@ sparse_entry(SparseSpec(
             "keep_sep": S(True, f"{ENCODER_PY} _worker_unicoil: Pyserini UniCoilDocumentEncoder (keeps [SEP])"),
             "query_max_length": S(128, f"{ENCODER_PY} SparseEncoder.__init__: Pyserini UniCoilQueryEncoder (128)"),
             "query_aggregate": S("sum", f"{ENCODER_PY} SparseEncoder.__init__: Pyserini UniCoilQueryEncoder (sum)"),
+            "unicoil_tail_batches": S(RELEASE_WORKERS, f"{WORKERS_SRC}; _worker_unicoil encodes a batch only once it "
+                                                       f"holds batch_size documents and never flushes the rest (its "
+                                                       f"SPLADE, SPARTA, DeepCT and doc2query workers do)"),
         },
         "card": {
             "doc": S("castorini/unicoil-noexp-msmarco-passage", "Lin & Ma 2021, arXiv:2106.14807: the noexp "
@@ -339,6 +359,7 @@ sparse_entry(SparseSpec(
             "keep_sep": S(True, f"{PYSERINI_UNICOIL}: _output_to_weight_dicts skips only [CLS] and [PAD]"),
             "query_max_length": S(128, f"{PYSERINI_UNICOIL}: UniCoilQueryEncoder.encode max_length = 128"),
             "query_aggregate": S("sum", f"{PYSERINI_UNICOIL}: UniCoilQueryEncoder sums a repeated token's weights"),
+            "unicoil_tail_batches": S(None, "irgrid (quirk off): every document is encoded and indexed"),
         },
     },
     paper_name="uniCOIL", version=2,
@@ -347,15 +368,15 @@ sparse_entry(SparseSpec(
               f"indexes unexpanded documents, and queries with the noexp checkpoint ({ENCODER_PY}). Both profiles "
               f"follow Pyserini's encoders ([SEP] kept as a term, query repeats summed, queries cut at 128); "
               f"Pyserini's integer query weights round(w / 5 × 256) are kept as floats here (PISA quantises "
-              f"them). The paper's 4723eff worker drops each shard's last partial batch of documents (a bug not "
-              f"reproduced)",
+              f"them). The release's worker drops each worker's last partial batch of documents (up to 4 × 31 = 124 "
+              f"per corpus, with 4 workers): the quirk unicoil_tail_batches, on in the paper profile",
 ))
 
 # -- SPARTA ------------------------------------------------------------------------------------------------------
 sparse_entry(SparseSpec(
     "sparta", "sparta", {"encoder": SPARTA}, {"encoder": SPARTA},
     options={"max_length": 500, "batch_size": 4, "scale": 100.0, "rounding": "round", "top_k": 2000,
-             "zero_special": True, "query_unique": False, "query_max_tokens": None, "strict": {}},
+             "zero_special": True, "query_unique": False, "query_max_tokens": None, "strict": {}, "sparta_pad_max": None},
     profiles={
         "paper": {
             "max_length": S(500, f"{SPARTA_PY} _encode_batch: tokenizer(..., max_length=500) (4bedb75; 512 before)"),
@@ -365,6 +386,10 @@ sparse_entry(SparseSpec(
             "zero_special": S(True, f"{SPARTA_PY} _encode_batch: transformed_scores[:, special_token_ids] = 0"),
             "query_unique": S(False, f"{SPARTA_PY} encode: term frequency of each query word-piece"),
             "query_max_tokens": S(None, f"{SPARTA_PY} encode: tokenizer(query, add_special_tokens=False), no cap"),
+            "sparta_pad_max": S(RELEASE_WORKERS, f"{SPARTA_PY} _encode_batch: tokenizer(texts, padding=True) and "
+                                                 f"torch.max over every position, padding included (weights depend "
+                                                 f"on the batch); batches as {WORKERS_SRC}, encode_corpus(buf, "
+                                                 f"batch_size=32), the last partial batch too"),
         },
         "card": {
             "max_length": S(500, "beir/retrieval/models/sparta.py (beir-cellar/beir): max_length=500"),
@@ -374,6 +399,7 @@ sparse_entry(SparseSpec(
             "zero_special": S(True, "beir/retrieval/models/sparta.py _bert_input_embeddings: special tokens zeroed"),
             "query_unique": S(False, "beir/retrieval/search/sparse/sparse_search.py sums one row per query token id"),
             "query_max_tokens": S(None, "beir/retrieval/models/sparta.py encode_query: no truncation"),
+            "sparta_pad_max": S(None, "irgrid (quirk off): padding positions are masked out of the max"),
         },
     },
     paper_name="SPARTA", version=2,
@@ -381,7 +407,9 @@ sparse_entry(SparseSpec(
               f"The paper's code keeps the top 512 unscaled weights, which Anserini's impact index truncates to "
               f"integers (most log(1+ReLU) weights are below 5) ({SPARTA_PY}, {LUCENE_PY}); the paper's text says "
               f"both 512 and 2000 are cited. The paper's code (as BEIR's) takes the max over padded positions "
-              f"too, so its weights depend on batch composition; irgrid masks padding in both profiles",
+              f"too, so its weights depend on batch composition: the quirk sparta_pad_max (paper profile) pads each "
+              f"document to the width of the release's batch (4 workers x 32 documents assumed: the release's own "
+              f"count is min(4, GPUs)); the card masks padding",
 ))
 
 # -- DeepCT ------------------------------------------------------------------------------------------------------
