@@ -257,8 +257,10 @@ SPECS = [
         notes="card and paper code agree except on ArguAna: task LoRA adapters retrieval.query / retrieval.passage "
               f"with their instructions ({ENCODER_PY}: encode(task='retrieval.query'|'retrieval.passage')), mean "
               "pooling, documents title + text; on beir/arguana the release passes no task (no adapter, no "
-              f"instruction; {ENCODER_PY_F8} used the retrieval tasks everywhere). The real checkpoint must expose "
-              "`set_adapter` (PEFT adapters) or loading fails",
+              f"instruction; {ENCODER_PY_F8} used the retrieval tasks everywhere). The adapter is selected as the "
+              "checkpoint's own encode(task=...) selects it: adapter_mask = the task's index in "
+              "config.lora_adaptations, passed to its remote XLMRobertaLoRA forward (irgrid.dense.model."
+              "task_adapter_id); a checkpoint loaded without that remote code fails, naming it",
     ),
     EncoderSpec(
         name="nomic-embed-v1.5",

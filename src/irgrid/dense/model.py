@@ -28,6 +28,28 @@ if TYPE_CHECKING:
 log = logging.getLogger("irgrid")
 
 
+def task_adapter_id(model: Any, task: str, what: str) -> int:
+    """The index of a task adapter in the checkpoint's `config.lora_adaptations`, which its forward takes per row as
+    `adapter_mask` (jinaai/jina-embeddings-v3's remote code: XLMRobertaLoRA.encode(task=...) builds exactly this
+    mask). A checkpoint without that mechanism is an error, never an encoding without the adapter."""
+    import inspect
+
+    names = getattr(model.config, "lora_adaptations", None)
+    if not names:
+        raise CheckpointMismatchError(
+            f"{what}: the entry selects the task adapter {task!r}, but the checkpoint declares no task adapters "
+            f"(config.lora_adaptations) — loaded as {type(model).__name__}. Load it with its own remote code "
+            f"(trust_remote_code; for jinaai/jina-embeddings-v3 also stage jinaai/xlm-roberta-flash-implementation, "
+            f"which its config's auto_map names); `irgrid doctor` lists what each checkpoint needs")
+    if task not in names:
+        raise CheckpointMismatchError(f"{what}: no task adapter {task!r} in config.lora_adaptations {list(names)}")
+    params = inspect.signature(model.forward).parameters
+    if "adapter_mask" not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        raise CheckpointMismatchError(f"{what}: {type(model).__name__}.forward takes no adapter_mask, so the task "
+                                      f"adapter {task!r} cannot be selected")
+    return list(names).index(task)
+
+
 class SideModel:
     """Tokenizer + transformer + head for one side of a spec, on one device."""
 
@@ -58,12 +80,11 @@ class SideModel:
         self.dense = loaded.dense if loaded.dense is not None else (st_dense_layers(folder) if folder else [])
         if spec.bidirectional:
             make_bidirectional(model)
-        if spec.adapters is not None and resolved.source != "tiny":
-            adapter = spec.adapters[0 if side == "q" else 1]
-            if not hasattr(model, "set_adapter"):
-                raise CheckpointMismatchError(f"{spec.name}: checkpoint {resolved.ref} has no task adapters "
-                                              f"({adapter!r})")
-            model.set_adapter(adapter)
+        # task LoRA adapters chosen per row, as the checkpoint's own encode(task=...) does (Jina v3's remote
+        # XLMRobertaLoRA: adapter_mask = the task's index in config.lora_adaptations). Tiny stand-ins carry no
+        # adapters: they check wiring only (irgrid.models.tiny)
+        self.adapter_id = (task_adapter_id(model, spec.adapters[0 if side == "q" else 1], what)
+                           if spec.adapters is not None and resolved.source != "tiny" else None)
         self.model = model.eval()
         if not getattr(model, "hf_device_map", None):
             self.model.to(device)
@@ -152,6 +173,8 @@ class SideModel:
         if str(target).startswith("cuda"):
             ids, mask = ids.pin_memory().to(target, non_blocking=True), mask.pin_memory().to(target, non_blocking=True)
         inputs = {"input_ids": ids, "attention_mask": mask}
+        if self.adapter_id is not None:
+            inputs["adapter_mask"] = torch.full((len(batch),), self.adapter_id, dtype=torch.int32, device=ids.device)
         autocast = (torch.autocast("cuda", dtype=torch.float16) if self.dtype_name == "fp16-autocast"
                     else contextlib.nullcontext())
         with autocast:

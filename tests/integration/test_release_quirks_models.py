@@ -1,0 +1,187 @@
+"""The release's model-level behaviours on tiny random weights, each against the call the release makes.
+
+- Jina v3: the release calls the checkpoint's own `encode(texts, task=...)` (remote code: the task's instruction
+  prepended, `adapter_mask` = the task's index in `config.lora_adaptations`). A tiny checkpoint with remote code of
+  that shape (written here, loaded through `trust_remote_code` like the real one) is encoded by irgrid's engine
+  under the paper profile and by its own `encode`: the vectors must agree; without the adapter they must not; a
+  checkpoint without adapters must fail, naming what to install.
+- SPARTA: the release pads every batch of its 4 workers x 32 documents and takes each term's max over all positions,
+  padding included (`sparta_pad_max`); irgrid's per-document widths must give the release's weights exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+REMOTE_CODE = '''
+import torch
+from transformers import BertConfig, BertModel, PreTrainedModel
+
+
+class TinyLoRAConfig(BertConfig):
+    model_type = "tiny-lora-xlmr"
+
+    def __init__(self, lora_adaptations=None, task_instructions=None, **kw):
+        super().__init__(**kw)
+        self.lora_adaptations = lora_adaptations or []
+        self.task_instructions = task_instructions or {}
+
+
+class TinyLoRAModel(PreTrainedModel):
+    """Per-task adapters chosen per row by adapter_mask, and an encode(task=...) that builds that mask and the
+    task's instruction itself (the interface of jinaai/jina-embeddings-v3's XLMRobertaLoRA)."""
+
+    config_class = TinyLoRAConfig
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.roberta = BertModel(config, add_pooling_layer=False)
+        self.lora = torch.nn.Parameter(torch.randn(len(config.lora_adaptations), config.hidden_size))
+        self._adaptation_map = {name: i for i, name in enumerate(config.lora_adaptations)}
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, adapter_mask=None, **kw):
+        out = self.roberta(input_ids=input_ids, attention_mask=attention_mask)
+        if adapter_mask is not None:
+            out.last_hidden_state = out.last_hidden_state + self.lora[adapter_mask.long()].unsqueeze(1)
+        return out
+
+    @torch.inference_mode()
+    def encode(self, sentences, task=None, tokenizer=None, max_length=8192):
+        adapter_mask = None
+        if task:
+            sentences = [self.config.task_instructions[task] + s for s in sentences]
+            adapter_mask = torch.full((len(sentences),), self._adaptation_map[task], dtype=torch.int32)
+        enc = tokenizer(sentences, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+        hidden = self.forward(**enc, adapter_mask=adapter_mask).last_hidden_state
+        mask = enc["attention_mask"].unsqueeze(-1).float()
+        emb = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+        return torch.nn.functional.normalize(emb, p=2, dim=-1).numpy()
+'''
+TASKS = ["retrieval.query", "retrieval.passage", "separation"]
+
+
+def _tiny_jina(folder: Path, with_adapters: bool = True) -> Path:
+    from transformers import AutoConfig, AutoModel
+
+    from irgrid.models.tiny import tokenizer_source
+
+    folder.mkdir(parents=True)
+    (folder / "modeling_tiny_lora.py").write_text(REMOTE_CODE)
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+        if (tokenizer_source() / name).exists():
+            shutil.copy(tokenizer_source() / name, folder / name)
+    from irgrid.pipelines.dense_encoder import JINA_D, JINA_Q
+
+    instructions = {"retrieval.query": JINA_Q.replace("{text}", ""), "retrieval.passage": JINA_D.replace("{text}", ""),
+                    "separation": ""}
+    config = {"model_type": "tiny-lora-xlmr", "vocab_size": 30522, "hidden_size": 32, "num_hidden_layers": 2,
+              "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 512,
+              "lora_adaptations": TASKS if with_adapters else [], "task_instructions": instructions,
+              "auto_map": {"AutoConfig": "modeling_tiny_lora.TinyLoRAConfig",
+                           "AutoModel": "modeling_tiny_lora.TinyLoRAModel"}}
+    (folder / "config.json").write_text(json.dumps(config))
+    torch.manual_seed(0)
+    model = AutoModel.from_config(AutoConfig.from_pretrained(str(folder), trust_remote_code=True),
+                                  trust_remote_code=True)
+    model.save_pretrained(str(folder))
+    (folder / "config.json").write_text(json.dumps(config))  # keep the auto_map pointing at the local code
+    return folder
+
+
+def _engine(spec, side: str, folder: Path):
+    from irgrid.core.modelref import Resolved
+    from irgrid.dense.engine import Engine
+
+    return Engine(spec, side, Resolved(spec.query_model, "mapping", str(folder)), device="cpu", batch_size=4)
+
+
+QUERIES = ["what causes floods?", "Überschwemmung im Tal", "x"]
+DOCS = ["River flood warnings are issued when water levels rise. " * 3, "Smoke from wildfires", "Ünïcödé tèxt"]
+
+
+def test_jina_task_adapter_is_the_checkpoints_own_encode(tmp_path):
+    from transformers import AutoModel, AutoTokenizer
+
+    from irgrid.core.retrievers import get
+    from irgrid.dense.entry import spec_of
+
+    folder = _tiny_jina(tmp_path / "jina")
+    own = AutoModel.from_pretrained(str(folder), trust_remote_code=True).eval()
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    entry = get("jina-embeddings-v3").with_profile("paper")
+    for side, texts, task in (("q", QUERIES, "retrieval.query"), ("d", DOCS, "retrieval.passage")):
+        spec = spec_of(entry)
+        ours = _engine(spec, side, folder).encode(texts)
+        theirs = own.encode(texts, task=task, tokenizer=tok)
+        assert np.abs(ours - theirs).max() < 1e-5, side
+        # the release's call on ArguAna: no task, no adapter, no instruction (the paper profile's per-dataset values)
+        arguana = spec_of(entry.for_dataset("beir/arguana/test"))
+        assert arguana.adapters is None
+        plain = _engine(arguana, side, folder).encode(texts)
+        assert np.abs(plain - own.encode(texts, task=None, tokenizer=tok)).max() < 1e-5
+        assert np.abs(plain - theirs).max() > 1e-3  # the adapter matters: a silent fallback would show here
+
+
+def test_jina_checkpoint_without_adapters_fails_naming_what_to_install(tmp_path):
+    from irgrid.core.retrievers import get
+    from irgrid.dense.entry import spec_of
+    from irgrid.models.loading import CheckpointMismatchError
+
+    folder = _tiny_jina(tmp_path / "plain", with_adapters=False)
+    with pytest.raises(CheckpointMismatchError, match="lora_adaptations.*remote code.*xlm-roberta-flash-implementation"):
+        _engine(spec_of(get("jina-embeddings-v3").with_profile("paper")), "q", folder)
+
+
+def test_sparta_pad_max_reproduces_the_release_batches():
+    """The release's weights (batches of its workers, padded to the batch's longest, max over every position)
+    computed directly, against irgrid's SpartaEncoder with the release's per-document widths."""
+    import pandas as pd
+    import transformers as tf
+
+    from irgrid.models.tiny import tokenizer_source
+    from irgrid.sparse.impact import SpartaEncoder, padded_widths, release_batches
+
+    torch.manual_seed(0)
+    model = tf.DistilBertModel(tf.DistilBertConfig(vocab_size=30522, dim=32, n_layers=2, n_heads=2, hidden_dim=64,
+                                                   max_position_embeddings=512)).eval()
+    tok = tf.AutoTokenizer.from_pretrained(str(tokenizer_source()))
+    words = "flood river smoke fire quake storm rain wind heat snow".split()
+    docs = [{"docno": f"d{i}", "text": " ".join(words[(i * 3 + j) % 10] for j in range(1 + (i * 7) % 23))}
+            for i in range(13)]
+    docs[5]["text"] = "   "  # blank: the release's workers skip it
+    workers, batch = 2, 3
+    table = model.get_input_embeddings().weight.clone()
+    table[list(tok.all_special_ids)] = 0
+    release = {}
+    for positions, _ in release_batches([d["text"] for d in docs], workers, batch):
+        texts = [docs[i]["text"].strip() for i in positions]
+        enc = tok(texts, padding=True, truncation=True, max_length=500, return_tensors="pt")
+        with torch.inference_mode():
+            hidden = model(**enc).last_hidden_state
+            w = torch.log1p(torch.relu(torch.einsum("bsh,vh->bvs", hidden, table).max(-1).values))
+        for i, row in zip(positions, w):
+            release[docs[i]["docno"]] = row
+    widths = padded_widths(docs, tok, 500, workers, batch)
+    encoder = SpartaEncoder((tok, model), zero_special=True, pad_widths=widths, batch_size=4, max_length=500,
+                            scale=1.0, top_k=None, rounding="trunc")
+    masked = SpartaEncoder((tok, model), zero_special=True, batch_size=4, max_length=500, scale=1.0, top_k=None,
+                           rounding="trunc")
+    kept = [d for d in docs if d["text"].strip()]
+    ours = encoder.weights([(d["text"], widths[d["docno"]]) for d in kept])
+    plain = masked.weights([d["text"] for d in kept])
+    vocab = {v: k for k, v in tok.get_vocab().items()}
+    differs = 0
+    for d, mine, theirs_masked in zip(kept, ours, plain):
+        ref = release[d["docno"]]
+        expect = {vocab[int(i)]: float(ref[i]) for i in torch.nonzero(ref > 0).flatten()}
+        assert set(mine) == set(expect) and max(abs(mine[t] - expect[t]) for t in expect) < 1e-5, d["docno"]
+        differs += mine != theirs_masked
+    assert differs > 0  # padding positions changed some document's weights: the quirk is not a no-op here
+    assert len(pd.DataFrame(list(encoder.transform_iter(kept)))) == len(kept)
