@@ -86,10 +86,12 @@ def _splade(models, params, device, role: str = "encoder"):
 
 # -- document stages (params: the entry's document-side options, see `_doc_params`) ------------------------------
 def splade_stage(ctx: BuildContext):
-    from irgrid.sparse.splade import MaxFirstSpladeEncoder
+    from irgrid.sparse.splade import MaxFirstSpladeEncoder, doc_max_length
 
     p = ctx.params
-    return MaxFirstSpladeEncoder(_splade(ctx.models, p, ctx.device), "d", batch_size=int(p["batch_size"]),
+    length = doc_max_length(p.get("doc_max_length"), int(p["max_length"]), ctx.models["encoder"].location)
+    return MaxFirstSpladeEncoder(_splade(ctx.models, {**p, "max_length": length}, ctx.device), "d",
+                                 batch_size=int(p["batch_size"]),
                                  scale=float(p["scale"]), rounding=p["rounding"], top_k=p["top_k"]) \
         >> _select("docno", "toks")
 
@@ -199,7 +201,7 @@ def bm25_query(index, ctx: QueryContext):
 # Options that shape documents are copied into the document stage's params (so its cache key follows them); an
 # entry re-derives itself when one changes (Retriever.derive), which is how a profile reaches the document side.
 DOC_OPTIONS = {
-    "splade": ("max_length", "batch_size", "scale", "rounding", "top_k", "strict"),
+    "splade": ("max_length", "batch_size", "scale", "rounding", "top_k", "strict", "doc_max_length"),
     "unicoil": ("max_length", "batch_size", "scale", "rounding", "top_k", "skip", "keep_sep", "strict",
                 "unicoil_tail_batches"),
     "sparta": ("max_length", "batch_size", "scale", "rounding", "top_k", "zero_special", "strict", "sparta_pad_max"),
@@ -290,27 +292,36 @@ SPLADE_PAPER = {
 }
 sparse_entry(SparseSpec(
     "splade-v3", "splade", {"encoder": SPLADE_V3}, {"encoder": SPLADE_V3},
-    options={"max_length": 256, "batch_size": 32, "scale": 100.0, "rounding": "trunc", "top_k": None, "strict": {}},
+    options={"max_length": 256, "batch_size": 32, "scale": 100.0, "rounding": "trunc", "top_k": None, "strict": {},
+             "doc_max_length": None},
     profiles={
-        "paper": SPLADE_PAPER,
+        "paper": {**SPLADE_PAPER,
+                  "doc_max_length": S("sentence-transformers",
+                                      f"{ENCODER_PY} _worker_splade: STSparseEncoder(model_name).encode_document(texts) "
+                                      f"with no max length: sentence-transformers' default for the checkpoint (its "
+                                      f"sentence_bert_config.json max_seq_length, else min(max_position_embeddings, "
+                                      f"tokenizer model_max_length) = 512); queries: Pyserini SpladeQueryEncoder."
+                                      f"encode(max_length=256) (SparseEncoder.__init__)")},
         "card": {
             "scale": S(100.0, "pyterrier-splade Splade.doc_encoder (×100, the PyTerrier SPLADE irgrid reuses)"),
             "rounding": S("trunc", "pyterrier-splade Splade.doc_encoder (int() of the ×100 weight)"),
             "top_k": S(None, "Lassance et al. 2024, arXiv:2403.06789 / naver/splade: no static pruning"),
             "max_length": S(256, "naver/splade-v3 model card (max length 256)"),
+            "doc_max_length": S(None, "naver/splade-v3 model card: documents as queries, 256"),
         },
     },
     paper_name="SPLADE-v3", version=2,
     reference=f"Lassance et al. 2024, arXiv:2403.06789; naver/splade-v3 model card (max length 256); {PAPER}; "
               f"{UNPINNED}. Paper code vs text: the code keeps the top 256 impacts ×100 rounded "
-              f"({ENCODER_PY}), the text says top 512; the paper profile follows the code. Both sides' maximum "
-              f"length stays 256 in both profiles: the paper's code encodes documents with sentence-transformers' "
-              f"SparseEncoder and queries with Pyserini's SpladeQueryEncoder at their defaults, not re-checked "
-              f"offline",
+              f"({ENCODER_PY}), the text says top 512; the paper profile follows the code. Lengths: the "
+              f"release encodes documents with sentence-transformers' SparseEncoder at its default for the "
+              f"checkpoint (doc_max_length 'sentence-transformers': the checkpoint's own sentence-transformers "
+              f"max_seq_length, else 512) and queries with Pyserini's SpladeQueryEncoder (256); the card: 256 both",
 ))
 sparse_entry(SparseSpec(
     "splade-tiny", "splade", {"encoder": SPLADE_TINY}, {"encoder": SPLADE_TINY},
-    options={"max_length": 256, "batch_size": 64, "scale": 100.0, "rounding": "trunc", "top_k": None, "strict": {}},
+    options={"max_length": 256, "batch_size": 64, "scale": 100.0, "rounding": "trunc", "top_k": None, "strict": {},
+             "doc_max_length": None},
     profiles={
         "paper": SPLADE_PAPER,
         "card": {

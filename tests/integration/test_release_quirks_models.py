@@ -185,3 +185,44 @@ def test_sparta_pad_max_reproduces_the_release_batches():
         differs += mine != theirs_masked
     assert differs > 0  # padding positions changed some document's weights: the quirk is not a no-op here
     assert len(pd.DataFrame(list(encoder.transform_iter(kept)))) == len(kept)
+
+
+def _tiny_mlm(folder: Path, positions: int) -> Path:
+    import transformers as tf
+
+    from irgrid.models.tiny import tokenizer_source
+
+    torch.manual_seed(0)
+    config = tf.BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                           intermediate_size=64, max_position_embeddings=positions)
+    tf.BertForMaskedLM(config).save_pretrained(str(folder))
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+        if (tokenizer_source() / name).exists():
+            shutil.copy(tokenizer_source() / name, folder / name)
+    return folder
+
+
+def test_splade_document_length_is_sentence_transformers_default(tmp_path):
+    """The release encodes SPLADE documents with `SparseEncoder(name).encode_document(texts)`: the length is
+    sentence-transformers' default for the checkpoint. irgrid's rule must give the same number (no config: capped
+    by the position table; a saved config: its max_seq_length), and its document vectors must equal the release's
+    call on a document longer than every limit, where 256 tokens (irgrid before) do not."""
+    from sentence_transformers import SparseEncoder
+
+    from irgrid.pipelines.learned_sparse import load_splade
+    from irgrid.sparse.splade import encode_max_first, st_max_seq_length
+
+    plain = _tiny_mlm(tmp_path / "plain", positions=384)
+    st = SparseEncoder(str(plain), device="cpu")
+    assert st_max_seq_length(plain) == st.max_seq_length == 384
+    st.max_seq_length = 128
+    st.save(str(tmp_path / "saved"))
+    assert st_max_seq_length(tmp_path / "saved") == SparseEncoder(str(tmp_path / "saved"), device="cpu").max_seq_length == 128
+
+    long_doc = " ".join(f"flood{i % 50} river basin über étude" for i in range(200))  # > 384 word pieces
+    texts = [long_doc, "Smoke from wildfires harms air quality.", ""]
+    release = SparseEncoder(str(plain), device="cpu").encode_document(texts, convert_to_tensor=True).to_dense()
+    ours = encode_max_first(load_splade(str(plain), None, st_max_seq_length(plain), "cpu"), texts, 2, 1.0)
+    before = encode_max_first(load_splade(str(plain), None, 256, "cpu"), texts, 2, 1.0)
+    assert float((ours - release.float()).abs().max()) < 1e-5
+    assert float((before[0] - release[0].float()).abs().max()) > 1e-3
