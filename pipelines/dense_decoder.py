@@ -34,6 +34,15 @@ ST_HANDLER = "_load_model(): SentenceTransformer handler (fp32, normalize_embedd
 ST_TITLES = "encode(): sentence-transformers documents f'{title} {text}'"
 ST_ROUTE = "_load_model(): 'instructor' in the name -> SentenceTransformer handler"
 ST_NO_PROMPT = "encode(): SentenceTransformer.encode(texts, normalize_embeddings=True), no instruction or prompt"
+ST_DEFAULT = ("encode(): SentenceTransformer.encode(texts_to_encode, ..., normalize_embeddings=True) names no prompt, "
+              "so sentence-transformers prepends the checkpoint's default prompt wherever its "
+              "config_sentence_transformers.json names one (default_prompt_name)")
+
+
+def _st_default(on: bool = True) -> dict[str, Setting]:
+    if on:
+        return {"st_default_prompt": paper(True, ENCODER_PY, ST_DEFAULT)}
+    return {"st_default_prompt": Setting(False, "model card / MTEB: the prompt is the template's (none by default)")}
 GEMMA_Q = "task: search result | query: "
 GEMMA_D = "title: none | text: "
 # the checkpoint's config_sentence_transformers.json prompts (as transformers' convert_gemma3_weights.py writes them;
@@ -59,7 +68,8 @@ ENCODER_DECODER = [
                              arch="t5-encoder", tiny=(("st_dense", (16,)),)),
         loader="t5-encoder", pooling="mean", normalize=True, similarity="cos", query_max_length=512,
         doc_max_length=512,
-        profiles={"paper": _st_paper(), "card": {"dtype": Setting("bf16", NO_CARD_DTYPE), **card_titles()}},
+        profiles={"paper": _st_paper(**_st_default()),
+                  "card": {"dtype": Setting("bf16", NO_CARD_DTYPE), **card_titles(), **_st_default(False)}},
         citation="Ni et al., EMNLP 2022",
         notes="sentence-transformers folder: T5 encoder, mean pooling, Dense 1024->768 (no bias), Normalize",
     ),
@@ -78,14 +88,14 @@ ENCODER_DECODER = [
                                         text="'Represent the document: '"),
                 "doc_fields": paper(("title", "text"), ENCODER_PY, ST_TITLES),
                 "dtype": paper("fp32", ENCODER_PY, ST_HANDLER),
-                **release_titles(where=ST_TITLES),
+                **release_titles(where=ST_TITLES), **_st_default(),
             },
             "card": {"query_template": Setting("Represent the Wikipedia question for retrieving supporting "
                                                "documents: {text}", "INSTRUCTOR README / MTEB instructor_models"),
                      "doc_template": Setting("Represent the Wikipedia document for retrieval: {text}",
                                              "INSTRUCTOR README / MTEB instructor_models"),
                      "doc_fields": Setting(("title", "text"), "MTEB retrieval corpus: title + ' ' + text"),
-                     "dtype": Setting("bf16", NO_CARD_DTYPE), **card_titles()},
+                     "dtype": Setting("bf16", NO_CARD_DTYPE), **card_titles(), **_st_default(False)},
         },
         citation="Su et al., Findings of ACL 2023",
         notes="INSTRUCTOR mean-pools over the text tokens only (instruction excluded), then Dense + Normalize; with "
@@ -298,12 +308,13 @@ DECODER_ONLY = [
         profiles={
             "paper": _st_paper(
                 query_template=paper("{text}", ENCODER_PY, "encode(): SentenceTransformer.encode without prompt "
-                                                           "(models.py 'kalm' has no instruction)")),
+                                                           "(models.py 'kalm' has no instruction)"),
+                **_st_default()),
             "card": {"query_template": Setting("Instruct: Given a query, retrieve documents that answer the query. "
                                                "\n Query: {text}", "MTEB kalm_models.py: KaLM_INSTRUCTION "
                                                "'Instruct: {instruction} \\n Query: ' with the KaLM generic "
                                                "retrieval instruction"),
-                     "dtype": Setting("bf16", NO_CARD_DTYPE), **card_titles()},
+                     "dtype": Setting("bf16", NO_CARD_DTYPE), **card_titles(), **_st_default(False)},
         },
         citation="Zhao et al., ICLR 2026",
         notes="Qwen2-0.5B, bidirectional, mean pooling, max 512 (MTEB; the paper sets max_seq_length 512 too)",

@@ -226,3 +226,32 @@ def test_splade_document_length_is_sentence_transformers_default(tmp_path):
     before = encode_max_first(load_splade(str(plain), None, 256, "cpu"), texts, 2, 1.0)
     assert float((ours - release.float()).abs().max()) < 1e-5
     assert float((before[0] - release[0].float()).abs().max()) > 1e-3
+
+
+@pytest.mark.parametrize("default", ["query", None])
+def test_st_default_prompt_is_what_plain_encode_applies(tmp_path, default):
+    """KaLM, GTR and INSTRUCTOR: the release calls SentenceTransformer.encode(texts, normalize_embeddings=True) with
+    no prompt, which applies the checkpoint's default prompt when its config names one. irgrid's
+    st_default_prompt must give that call's vectors, with a default prompt and without."""
+    import dataclasses
+
+    from sentence_transformers import SentenceTransformer, models
+
+    from irgrid.core.modelref import Resolved
+    from irgrid.dense.engine import Engine
+    from irgrid.dense.spec import ENCODERS
+
+    bert = tmp_path / "bert"
+    _tiny_mlm(bert, positions=512)
+    st = SentenceTransformer(modules=[models.Transformer(str(bert), max_seq_length=256), models.Pooling(32, "mean"),
+                                      models.Normalize()],
+                             prompts={"query": "query: ", "document": "passage: "}, default_prompt_name=default,
+                             device="cpu")
+    st.save(str(tmp_path / "st"))
+    theirs = SentenceTransformer(str(tmp_path / "st"), device="cpu").encode(QUERIES + DOCS, normalize_embeddings=True)
+    spec = dataclasses.replace(ENCODERS.get("all-minilm-l6-v2"), st_default_prompt=True)
+    engine = Engine(spec, "d", Resolved(spec.query_model, "mapping", str(tmp_path / "st")), device="cpu")
+    ours = engine.encode(QUERIES + DOCS)
+    assert np.abs(ours - theirs).max() < 1e-5
+    prompt = engine.replicas[0].spec.template("q").split("{text}")[0]
+    assert prompt == ("query: " if default else "")

@@ -28,6 +28,40 @@ if TYPE_CHECKING:
 log = logging.getLogger("irgrid")
 
 
+def st_default_prompt(folder: Path | None) -> str:
+    """The prompt SentenceTransformer.encode() applies when the caller names none: the checkpoint's
+    config_sentence_transformers.json `prompts[default_prompt_name]`; '' when it names no default."""
+    import json
+
+    if folder is None:
+        from irgrid.models.resolver import ModelUnavailableError
+
+        raise ModelUnavailableError("st_default_prompt reads the checkpoint's config_sentence_transformers.json from "
+                                    "a local folder; stage the checkpoint (IRGRID_MODELS / models:)")
+    path = folder / "config_sentence_transformers.json"
+    if not path.exists():
+        return ""
+    config = json.loads(path.read_text())
+    name = config.get("default_prompt_name")
+    if not name:
+        return ""
+    prompts = config.get("prompts") or {}
+    if name not in prompts:
+        raise CheckpointMismatchError(f"{path}: default_prompt_name {name!r} is not one of its prompts {sorted(prompts)}")
+    return str(prompts[name])
+
+
+def with_st_default_prompt(spec: EncoderSpec, folder: Path | None) -> EncoderSpec:
+    """`spec` with the checkpoint's sentence-transformers default prompt before both templates (if it has one)."""
+    import dataclasses
+
+    prompt = st_default_prompt(folder)
+    if not prompt:
+        return spec
+    log.info("%s: the checkpoint's default prompt %r precedes both sides (st_default_prompt)", spec.name, prompt)
+    return dataclasses.replace(spec, query_template=prompt + spec.query_template, doc_template=prompt + spec.doc_template)
+
+
 def task_adapter_id(model: Any, task: str, what: str) -> int:
     """The index of a task adapter in the checkpoint's `config.lora_adaptations`, which its forward takes per row as
     `adapter_mask` (jinaai/jina-embeddings-v3's remote code: XLMRobertaLoRA.encode(task=...) builds exactly this
@@ -57,9 +91,11 @@ class SideModel:
         import torch
         import transformers as tf
 
+        folder = Path(resolved.location) if resolved.source != "hub" else None
+        if spec.st_default_prompt:
+            spec = with_st_default_prompt(spec, folder)
         self.spec, self.side, self.resolved = spec, side, resolved
         self.device = device
-        folder = Path(resolved.location) if resolved.source != "hub" else None
         cuda = device.startswith("cuda")
         self.dtype_name = spec.dtype if cuda else "fp32"
         dtype = dtype_of(self.dtype_name)

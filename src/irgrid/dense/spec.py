@@ -42,7 +42,7 @@ FLAT = (("title", "text"), " ")  # (doc_fields, doc_sep) of the flat documents `
 
 # spec fields a profile (irgrid.core.profiles) or an experiment's `options:` may set on a dense entry
 SPEC_OPTIONS = ("query_template", "doc_template", "query_max_length", "doc_max_length", "doc_fields", "doc_sep",
-                "doc_empty", "none_title", "keep_empty_title",
+                "doc_empty", "none_title", "keep_empty_title", "st_default_prompt",
                 "query_pair", "query_length_rule", "pooling", "normalize", "similarity", "pool_prompt", "append_eos",
                 "dtype", "loader", "adapters", "truncate_dim", "prompt_mask_specials")
 
@@ -77,6 +77,9 @@ class EncoderSpec:
     # an empty-string title is kept as '' and joined with doc_sep (the release's f'{title} {text}' gives ' text',
     # DPR's ' [SEP] text', EmbeddingGemma's 'title:  | text: ...'); False: skipped (or doc_empty)
     keep_empty_title: bool = False
+    # the checkpoint's sentence-transformers default prompt (config_sentence_transformers.json default_prompt_name)
+    # goes before both sides' templates, as SentenceTransformer.encode() without a prompt applies it
+    st_default_prompt: bool = False
     query_pair: bool = False  # the query template's prefix is the first sequence of a text pair, the query the second
     # (factor, cap): each query's length is min(cap, max(query_max_length, int(factor * words))) (RAGatouille)
     query_length_rule: tuple[float, int] | None = None
@@ -185,7 +188,7 @@ class EncoderSpec:
                if k not in ("name", "citation", "notes", "query_model", "doc_model", "query_template",
                             "doc_template", "query_max_length", "doc_max_length", "profiles", "allow_missing",
                             "allow_unexpected", "doc_fields", "doc_sep", "doc_empty", "none_title",
-                            "keep_empty_title", "query_pair",
+                            "keep_empty_title", "st_default_prompt", "query_pair",
                             "query_length_rule", "prompt_mask_specials")}
         if with_model:
             out["model"] = self.model(side).config()
@@ -202,6 +205,8 @@ class EncoderSpec:
                 out["none_title"] = self.none_title
             if self.keep_empty_title:
                 out["keep_empty_title"] = True
+        if self.st_default_prompt:
+            out["st_default_prompt"] = True
         if side == "q" and self.query_pair:
             out["query_pair"] = True
         if side == "q" and self.query_length_rule is not None:
