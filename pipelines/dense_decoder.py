@@ -211,7 +211,13 @@ DECODER_ONLY = [
                      "dtype": Setting("bf16", NO_CARD_DTYPE), **card_titles()},
         },
         citation="Zhang et al., 2025 (Qwen3 Embedding)",
-        notes="last-token pooling, normalised; the card's instruction has no space after 'Query:', the paper's has one",
+        notes="last-token pooling, normalised; the card's instruction has no space after 'Query:', the paper's has one. "
+              "End of text (paper): the release tokenizes with a plain call under transformers 4.57.1, where "
+              "Qwen2TokenizerFast has no add_bos_token (its `tokenizer.add_bos_token = True` is a no-op), so the "
+              "checkpoint's tokenizer.json decides whether <|endoftext|> ends each text, and the last attended token "
+              "is pooled: irgrid's paper profile makes the same call (append_eos false). Under transformers 5 the "
+              "release's own line would rebuild the post-processor and drop that EOS (measured on a Qwen2Tokenizer "
+              "layout: 5.25 drops it, 4.57.1 keeps it); irgrid never sets add_bos_token",
     ),
     EncoderSpec(
         name="nv-embed-v2",

@@ -255,3 +255,64 @@ def test_st_default_prompt_is_what_plain_encode_applies(tmp_path, default):
     assert np.abs(ours - theirs).max() < 1e-5
     prompt = engine.replicas[0].spec.template("q").split("{text}")[0]
     assert prompt == ("query: " if default else "")
+
+
+def _qwen_tokenizer(folder: Path, eos_template: bool) -> None:
+    """A byte-level BPE tokenizer laid out as Qwen3-Embedding's (tokenizer.json + Qwen2Tokenizer config), with or
+    without the post-processor that appends <|endoftext|> (later revisions of the checkpoint's tokenizer have it)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator([" ".join(QUERIES + DOCS)] * 20, trainer)
+    if eos_template:
+        eos = tok.token_to_id("<|endoftext|>")
+        tok.post_processor = processors.TemplateProcessing(single="$A <|endoftext|>", special_tokens=[("<|endoftext|>", eos)])
+    tok.save(str(folder / "tokenizer.json"))
+    (folder / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "Qwen2Tokenizer", "eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>",
+        "bos_token": None, "model_max_length": 131072}))
+
+
+@pytest.mark.parametrize("eos_template", [True, False])
+def test_qwen3_end_of_text_follows_the_checkpoints_tokenizer(tmp_path, eos_template):
+    """The release tokenizes Qwen3-Embedding with a plain tokenizer call (max_length 512) under transformers
+    4.57.1, where Qwen2TokenizerFast has no `add_bos_token` (so its `tokenizer.add_bos_token = True` line is a
+    no-op) and the tokenizer.json's own post-processor decides whether <|endoftext|> ends the text; the last
+    attended token is pooled. The paper profile must give the tokenizer file's own ids (EOS iff it appends one),
+    truncated with the EOS kept, and pool that last token; the card appends the EOS itself, never twice."""
+    import transformers as tf
+    from tokenizers import Tokenizer
+
+    from irgrid.core.modelref import Resolved
+    from irgrid.core.retrievers import get
+    from irgrid.dense.engine import Engine
+    from irgrid.dense.entry import spec_of
+    from irgrid.models.tiny import decoder_config
+
+    folder = tmp_path / "qwen3"
+    torch.manual_seed(0)
+    tf.Qwen3Model(decoder_config(tf.Qwen3Config)).save_pretrained(str(folder))
+    _qwen_tokenizer(folder, eos_template)
+    raw = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    eos = raw.token_to_id("<|endoftext|>")
+    paper = spec_of(get("qwen3-embedding-0.6b").with_profile("paper"))
+    card = spec_of(get("qwen3-embedding-0.6b").with_profile("card"))
+    engines = {name: Engine(spec, "d", Resolved(spec.query_model, "mapping", str(folder)), device="cpu")
+               for name, spec in (("paper", paper), ("card", card))}
+    ids = engines["paper"].replicas[0].tokenize(DOCS)
+    assert ids == [raw.encode(d).ids for d in DOCS]  # the file's own pipeline: the release's tokenizer (4.57.1)
+    assert all((row[-1] == eos) == eos_template for row in ids)
+    card_ids = engines["card"].replicas[0].tokenize(DOCS)
+    assert all(row[-1] == eos and row[-2] != eos for row in card_ids)
+    long = engines["paper"].replicas[0].tokenize([" ".join(DOCS * 200)])[0]
+    assert len(long) == 512 and (long[-1] == eos) == eos_template
+    # the vector is the (normalised) hidden state of the last token
+    model = tf.Qwen3Model.from_pretrained(str(folder)).eval()
+    with torch.inference_mode():
+        last = model(input_ids=torch.tensor([ids[1]])).last_hidden_state[0, -1]
+    expect = torch.nn.functional.normalize(last, dim=-1).numpy()
+    assert np.abs(engines["paper"].encode([DOCS[1]])[0] - expect).max() < 1e-5
