@@ -102,7 +102,13 @@ def _quantisation(p) -> dict:
 
 
 def unicoil_stage(ctx: BuildContext):
-    from irgrid.sparse.impact import DropDocuments, UniCoilEncoder, load_unicoil, release_setting, tail_documents
+    from irgrid.sparse.impact import (
+        DropDocuments,
+        UniCoilEncoder,
+        load_unicoil,
+        release_setting,
+        tail_documents,
+    )
 
     enc, p = ctx.models["doc"], ctx.params
     model = load_unicoil(enc.location, _revision(enc), ctx.device, _tiny(enc),

@@ -316,3 +316,22 @@ def test_qwen3_end_of_text_follows_the_checkpoints_tokenizer(tmp_path, eos_templ
         last = model(input_ids=torch.tensor([ids[1]])).last_hidden_state[0, -1]
     expect = torch.nn.functional.normalize(last, dim=-1).numpy()
     assert np.abs(engines["paper"].encode([DOCS[1]])[0] - expect).max() < 1e-5
+
+
+# -- exact scoring precision -----------------------------------------------------------------------------------------
+def test_exact_retriever_takes_a_score_dtype_and_refuses_others(tmp_path):
+    from pyterrier_dr import FlexIndex
+
+    from irgrid.data.errors import InputError
+    from irgrid.dense.search import ExactRetriever
+
+    rng = np.random.default_rng(0)
+    vecs = rng.standard_normal((50, 8)).astype(np.float32)
+    FlexIndex(str(tmp_path / "flex")).indexer().index({"docno": str(i), "doc_vec": v} for i, v in enumerate(vecs))
+    flex = FlexIndex(str(tmp_path / "flex"))
+    q = rng.standard_normal((3, 8)).astype(np.float32)
+    fp32 = ExactRetriever(flex, num_results=10, device="cpu", score_dtype="fp32").search(q)
+    fp16 = ExactRetriever(flex, num_results=10, device="cpu", score_dtype="fp16").search(q)
+    assert np.array_equal(fp32[1], fp16[1]) and np.array_equal(fp32[1], np.argsort(-(q @ vecs.T), axis=1)[:, :10])
+    with pytest.raises(InputError, match="score_dtype must be one of fp16, fp32"):
+        ExactRetriever(flex, score_dtype="bf16")
