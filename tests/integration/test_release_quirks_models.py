@@ -335,3 +335,28 @@ def test_exact_retriever_takes_a_score_dtype_and_refuses_others(tmp_path):
     assert np.array_equal(fp32[1], fp16[1]) and np.array_equal(fp32[1], np.argsort(-(q @ vecs.T), axis=1)[:, :10])
     with pytest.raises(InputError, match="score_dtype must be one of fp16, fp32"):
         ExactRetriever(flex, score_dtype="bf16")
+
+
+def test_manifest_records_the_quirks_each_retriever_ran_with(tmp_path, monkeypatch):
+    """A paper-profile grid (tiny weights, a bring-your-own collection with a title-less document): the manifest
+    names every quirk the entry holds with its value, and the card profile's are off."""
+    import irgrid
+
+    monkeypatch.setenv("IRGRID_TINY_MODELS", "1")
+    monkeypatch.setenv("IRGRID_CACHE", str(tmp_path / "cache"))
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "docs.jsonl").write_text(
+        '{"_id": "d1", "title": "Flood warnings", "text": "River flood warnings are issued."}\n'
+        '{"_id": "d2", "title": "", "text": "Smoke from wildfires harms air quality."}\n'
+        '{"_id": "d3", "title": "Quakes", "text": "Drop, cover and hold on."}\n')
+    (data / "topics.tsv").write_text("q1\tflood warnings\nq2\twildfire smoke\n")
+    (data / "qrels.txt").write_text("q1 0 d1 1\nq2 0 d2 1\n")
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("name: quirks\nprofile: paper\ncollections:\n  - {name: mine, docs: data/docs.jsonl, topics: "
+                   "data/topics.tsv, qrels: data/qrels.txt}\ndatasets: [mine]\nretrievers:\n  - contriever\n"
+                   "  - {name: contriever, as: contriever-card, profile: card}\nmeasures: [nDCG@10]\n")
+    irgrid.run(str(exp), out=str(tmp_path / "out"))
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["retrievers"]["contriever"]["quirks"] == {"none_title": "None", "score_dtype": "fp32"}
+    assert manifest["retrievers"]["contriever-card"]["quirks"] == {"none_title": None, "score_dtype": "fp16"}
