@@ -43,7 +43,7 @@ class Needs:
 
     def __post_init__(self) -> None:
         if self.params <= 0 or self.hidden <= 0 or self.layers <= 0:
-            raise ValueError(f"Needs: params, hidden and layers must be positive, got {self}")
+            raise CheckpointNeedsError(f"Needs: params, hidden and layers must be positive, got {self}")
 
     def vram_gib(self, dtype: str, batch_size: int, length: int) -> float:
         """A coarse upper estimate of GPU memory for inference: the weights in `dtype`, plus one layer's
@@ -59,7 +59,8 @@ NEEDS: dict[str, Needs] = {}
 def declare(model_id: str, needs: Needs) -> Needs:
     """Declare what loading `model_id` needs (from an entry module); one declaration per id."""
     if model_id in NEEDS and NEEDS[model_id] != needs:
-        raise ValueError(f"checkpoint {model_id!r}: loading needs declared twice, differently")
+        raise CheckpointNeedsError(f"checkpoint {model_id!r}: loading needs declared twice, differently; keep one "
+                                   f"declaration (pipelines/checkpoints.py)")
     NEEDS[model_id] = needs
     return needs
 
