@@ -233,7 +233,8 @@ def hyde_query(index, ctx: QueryContext):
     d_engine = engine_for(spec, "d", ctx.models["doc"], ctx.device, batch)
     return (Expand(_generator(ctx, "hyde"), mode="column", out_column="hyde_doc")
             >> HydeEncode(q_engine, d_engine)
-            >> ExactRetriever(index, num_results=int(ctx.options["num_results"]), device=ctx.device))
+            >> ExactRetriever(index, num_results=int(ctx.options["num_results"]), device=ctx.device,
+                              score_dtype=str(ctx.options.get("score_dtype", "fp16"))))
 
 
 @functools.cache

@@ -1,4 +1,4 @@
-"""`irgrid` command line: list, datasets, resolve, run, status, report, check, claims, diff, card, qa."""
+"""`irgrid` command line: list, datasets, resolve, doctor, run, status, report, check, claims, diff, card, qa."""
 
 from __future__ import annotations
 
@@ -43,7 +43,8 @@ def cmd_profiles(entries, fmt: str, agreeing: bool = False) -> int:
     def profiles(r) -> dict:  # one entry shown alone: with the settings every paper profile shares (depth)
         if not agreeing or "paper" not in r.profiles:
             return r.profiles
-        return {**r.profiles, "paper": for_entry("paper", r.profiles["paper"], r.options)}
+        return {**r.profiles, "paper": for_entry("paper", r.profiles["paper"], r.options),
+                "card": for_entry("card", r.profiles.get("card", {}), r.options)}
 
     rows = [{"name": r.name, "setting": d["setting"], "paper": _shown(d["paper"]), "card": _shown(d["card"]),
              "paper_source": d["paper_source"], "card_source": d["card_source"], "note": d["note"]}
@@ -109,6 +110,75 @@ def cmd_fidelity(entries, fmt: str) -> int:
     bad = [r["name"] for r in rows if r["status"] != "ok"]
     print(f"\n{len(rows) - len(bad)}/{len(rows)} entries: every paper setting cites {REPO}@{RELEASE} (file@commit)"
           + (f"; without a commit: {', '.join(bad)}" if bad else ""))
+    return 1 if bad else 0
+
+
+def doctor_rows(entries) -> list[dict[str, str]]:
+    """One row per (retriever, checkpoint role): what loading the real checkpoint needs (irgrid.core.needs, declared by
+    the entries) and whether this machine has it. GPU memory: weights in the entry's dtype plus one layer's
+    activations at the release's batch size and the entry's document length (an estimate, not a measurement)."""
+    from irgrid.core import needs as needs_mod
+    from irgrid.models.resolver import find_remote_code
+
+    rows = []
+    for r in entries:
+        opts = r.keyed_options()
+        spec = getattr(r, "encoder", None)
+        dtype = str(getattr(spec, "dtype", None) or opts.get("dtype") or "fp32")  # sparse encoders: fp32
+        length = int(getattr(spec, "doc_max_length", 0) or (opts.get("max_length") if isinstance(
+            opts.get("max_length"), int) else 512))
+        if not r.all_models():
+            rows.append({"retriever": r.name, "role": "-", "checkpoint": "-", "remote_code": "no", "transformers": "-",
+                         "packages": "-", "gated": "no", "vram_gib": "0 (no neural model)", "status": "ok"})
+        for role, ref in sorted(r.all_models().items()):
+            n = needs_mod.of(ref.id)
+            # an encoder's checkpoints run in the entry's dtype; a generator (doc2query, query2doc, HyDE) in bf16
+            encoder_role = role != "generator"
+            role_dtype = dtype if encoder_role else "bf16"
+            if n is None:
+                rows.append({"retriever": r.name, "role": role, "checkpoint": str(ref), "remote_code": "?",
+                             "transformers": "?", "packages": "?", "gated": "?", "vram_gib": "?",
+                             "status": "no declaration (pipelines/checkpoints.py)"})
+                continue
+            batch = n.paper_batch or int(opts.get("batch_size") or 32)
+            missing = needs_mod.problems(ref.id, find_remote_code)
+            rows.append({
+                "retriever": r.name, "role": role, "checkpoint": str(ref),
+                "remote_code": ", ".join(n.remote_code) or "no",
+                "transformers": n.transformers or "-",
+                "packages": ", ".join(n.packages) or "-",
+                "gated": n.gated or "no",
+                "vram_gib": f"{n.vram_gib(role_dtype, batch, length):.1f} ({role_dtype}, batch {batch}, {length} tok)",
+                "status": "ok" if not missing else "MISSING: " + "; ".join(missing),
+            })
+    return rows
+
+
+def cmd_doctor(args) -> int:
+    """`irgrid doctor EXP.yaml | NAME...`: the loading needs of every checkpoint the targets use (no torch)."""
+    from pathlib import Path
+
+    from irgrid.core.profiles import check_name
+    from irgrid.core.retrievers import get
+
+    entries = []
+    for target in args.targets:
+        if target.endswith((".yaml", ".yml")) or Path(target).is_file():
+            from irgrid.runner.experiment import load
+
+            if args.profile:
+                print(f"irgrid: error: --profile applies to retriever names; {target} sets its own profile "
+                      f"(`profile:` in the file)", file=sys.stderr)
+                return 2
+            entries += list(load(target).retrievers)
+        else:
+            entries.append(get(target).with_profile(check_name(args.profile or "paper")))
+    rows = doctor_rows(entries)
+    sys.stdout.write(_table(rows, args.format))
+    bad = sorted({r["checkpoint"] for r in rows if r["status"] != "ok"})
+    print(f"\n{len(rows)} checkpoint role(s) of {len(entries)} retriever(s): "
+          + ("everything declared is here" if not bad else f"{len(bad)} checkpoint(s) need something: "
+             + ", ".join(bad)))
     return 1 if bad else 0
 
 
@@ -455,6 +525,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model")
     p.add_argument("--revision")
     p.set_defaults(func=cmd_resolve)
+    p = sub.add_parser("doctor", help="what loading each real checkpoint needs: remote code, the transformers it was "
+                                      "written for, extra packages, licence gates, GPU memory at the paper's batch "
+                                      "size; exit 1 if something is missing here")
+    p.add_argument("targets", nargs="+", help="an experiment YAML (its retrievers, under its profile) or retriever names")
+    p.add_argument("--profile", choices=["paper", "card"],
+                   help="profile for retriever names (default paper); an experiment file's own profile otherwise")
+    p.add_argument("--format", choices=["table", "csv"], default="table")
+    p.set_defaults(func=cmd_doctor)
     p = sub.add_parser("run", help="run an experiment YAML")
     p.add_argument("experiment")
     p.add_argument("--out", help="output folder (results.csv, perquery.csv, results.md, manifest.json, runs/)")

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from irgrid import measures as measures_mod
+from irgrid.core import needs
 from irgrid.core.gridcell import GridCell
 from irgrid.data.datasets import Dataset, DatasetError, is_download_failure
 from irgrid.models import resolver as models_mod
@@ -482,6 +483,8 @@ def preflight(spec: ExperimentSpec, store: Store) -> None:
                 cached = False
             if not cached:
                 resolve_models(retriever.all_models(), spec.models)
+                # packages and remote code the entries declare for their real checkpoints (irgrid.core.needs)
+                needs.check(retriever.all_models(), models_mod.find_remote_code)
 
 
 def _copy_atomic(src: Path, dst: Path) -> None:

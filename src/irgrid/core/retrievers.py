@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from irgrid.core.enums import NameEnum
 from irgrid.core.gridcell import check_cell_name
 from irgrid.core.modelref import ModelRef, Resolved
-from irgrid.core.profiles import ProfileError, Setting, check_name, dataset_values, for_entry
+from irgrid.core.profiles import ProfileError, Setting, check_name, dataset_values, for_entry, keyed
 from irgrid.core.profiles import matches as profile_matches
 from irgrid.core.profiles import values as profile_values
 from irgrid.util.errors import Error
@@ -82,7 +82,7 @@ class DocStage:
     version: int = 1
 
     def config(self) -> dict[str, Any]:
-        return {"name": self.name, "make": canonical(self.make), "params": canonical(dict(self.params)),
+        return {"name": self.name, "make": canonical(self.make), "params": canonical(keyed(self.params)),
                 "models": {k: v.config() for k, v in self.models.items()}, "version": self.version}
 
     def key(self) -> str:
@@ -116,7 +116,7 @@ class IndexRecipe:
         out = {
             "name": self.name,
             "build": canonical(self.build),
-            "params": canonical(dict(self.params)),
+            "params": canonical(keyed(self.params)),
             "models": {k: v.config() for k, v in self.models.items()},
             "version": self.version,
         }
@@ -211,7 +211,7 @@ class Retriever:
             "query": canonical(self.query),
             "index": self.index.config() if self.index else None,
             "models": {k: v.config() for k, v in self.models.items()},
-            "options": canonical(self.keyed_options()),
+            "options": canonical(keyed(self.keyed_options())),
             "version": self.version,
         }
 

@@ -300,3 +300,14 @@ def hub_unreachable(timeout: float = 5.0) -> str | None:
     except (OSError, ValueError) as e:
         return f"{endpoint}: {getattr(e, 'reason', e)}"
     return None
+
+
+def find_remote_code(repo: str) -> str:
+    """Where the modeling code of hub repository `repo` is here: irgrid's model mapping, or the Hugging Face cache
+    (what transformers imports offline for an auto_map 'repo--module.Class'); raises when neither has it."""
+    mapped = _mapping_file().get(repo)
+    if mapped:
+        return str(mapped)
+    from huggingface_hub import snapshot_download
+
+    return snapshot_download(repo, local_files_only=True)

@@ -76,13 +76,16 @@ def ensure_index(recipe: IndexRecipe, dataset: Dataset, store: Store, model_map:
             docs = _stage_docs(recipe.stage, dataset, store, docs, docs_count, model_map)
 
         tracked = _TrackedDocs(docs, f"{corpus.corpus}", docs_count, f"indexing {corpus.corpus} ({recipe.name})")
+        # the same documents with their fields apart, tracked alike: a builder reads one of the two
+        fielded = None if recipe.stage is not None else _TrackedDocs(
+            lambda: fielded_docs(corpus), f"{corpus.corpus}", docs_count, f"indexing {corpus.corpus} ({recipe.name})")
 
         def build(tmp: Path) -> None:
             ctx = BuildContext(path=tmp, params=recipe.params, models=resolved, docs=tracked,
-                               docs_count=docs_count, device=settings.device(),
-                               fielded=None if recipe.stage is not None else lambda: fielded_docs(corpus))
+                               docs_count=docs_count, device=settings.device(), fielded=fielded)
             recipe.build(ctx)
-            tracked.check()  # a builder that swallowed a reading error never publishes a partial index
+            # a builder that swallowed a reading error never publishes a partial index
+            (fielded if fielded is not None and (fielded.count or fielded.error) else tracked).check()
 
         what = f"index {recipe.name} of {corpus.corpus}"
         with quiet_native(f"indexing {corpus.corpus} with {recipe.name}"):

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from irgrid.core.profiles import QUIRKS
 from irgrid.runner import expressions
 from irgrid.util import markdown as md
 from irgrid.util.errors import Error
@@ -163,6 +164,8 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
                 "paper_name": paper_name(cell.retriever, cell.dataset),
                 "config_hash": cell.retriever.key(), "models": cell.meta.get("models", {}),
                 "profile": cell.retriever.profile,  # irgrid.core.profiles name applied (None: the entry's defaults)
+                # the release's quirks this entry holds, on or off (irgrid.core.profiles.QUIRKS)
+                "quirks": {k: v for k, v in cell.retriever.keyed_options().items() if k in QUIRKS},
                 "reference": cell.retriever.reference, "runs": {},
                 # what it is built from (irgrid.runner.expressions): fusion suggestions skip what is fused already
                 "components": expressions.components(cell.retriever), "fuses": expressions.fused(cell.retriever),

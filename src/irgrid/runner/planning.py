@@ -361,7 +361,9 @@ def format_summary(plan: Plan, source: str = "") -> str:
     n_ds, n_r = len({r["dataset"] for r in rows}), len({r["retriever"] for r in rows})
     out = [f"plan{' for ' + source if source else ''}: {n_ds} datasets × {n_r} retrievers = {len(rows)} cells: "
            f"{status['cached']} cached, {status['to run']} to run here, {status['blocked here']} blocked here "
-           f"(models or data missing)", ""]
+           f"(models or data missing)",
+           f"what loading each real checkpoint needs (remote code, transformers, packages, licence gates, GPU memory): "
+           f"irgrid doctor {source or 'EXP.yaml'}", ""]
     if plan.models:
         out.append(f"missing checkpoints ({len(plan.models)}), each once; run on a connected machine, then copy its "
                    f"Hugging Face cache (HF_HOME) here or map the folder with IRGRID_MODELS=models.yaml "
