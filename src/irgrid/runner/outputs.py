@@ -67,14 +67,36 @@ def markdown_table(results: pd.DataFrame, alpha: float = 0.05) -> str:
                     text += " ▲" if r["value"] > base else " ▼"
                 if str(r.get("beyond_depth")) == "True":
                     text += " †"
+                if _note(r.get("p_note")):
+                    text += " ‡"
                 cells.append(text)
             rows.append([f"{system} (baseline)" if system == baseline else system, *cells])
         lines += [f"### {dataset}", "", md.markdown_table(["system", *measures], rows, "l" + "r" * len(measures)), ""]
     lines.append(f"▲/▼: significantly better/worse than the baseline (corrected p < {alpha}).")
+    untested = test_note(results)
+    if untested:
+        lines += ["", untested]
     deep = depth_note(results)
     if deep:
         lines += ["", deep]
     return "\n".join(lines) + "\n"
+
+
+def _note(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def test_note(results: pd.DataFrame) -> str:
+    """A note on the comparisons with no p-value (column `p_note`: too few queries for the test), so that a
+    missing ▲/▼ is read as "not computable", not as "no difference"."""
+    if "p_note" not in results.columns:
+        return ""
+    flagged = [(d, s, m, n) for d, s, m, n in zip(results["dataset"], results["system"], results["measure"],
+                                                   results["p_note"]) if _note(n)]
+    if not flagged:
+        return ""
+    shown = "; ".join(f"{d}: {s} {m} ({n})" for d, s, m, n in flagged)
+    return f"‡: no p-value against the baseline, the test is not computable on this sample: {shown}."
 
 
 def depth_note(results: pd.DataFrame) -> str:
