@@ -71,3 +71,28 @@ def test_a_query_that_is_not_text_is_one_clear_error(query):
     with pytest.raises(ValueError, match=r"\(qid 'q2'\) is not text: 1 of 2 queries are not str"):
         CheckQueries()(topics)
     assert len(CheckQueries()(topics.head(1))) == 1 and len(CheckQueries()(topics.head(0))) == 0
+
+
+# -- issue 40 item 6: NaN and infinity are no option values --------------------------------------------------------
+@pytest.mark.parametrize("text, shown", [(".nan", "nan"), (".inf", "inf"), ("-.inf", "-inf"), (".NaN", "nan")])
+def test_yaml_nan_and_inf_options_are_refused_at_validation(tmp_path, text, shown):
+    """Was: validation passed, the grid died in PyTerrier, wrote nothing and cached the empty runs."""
+    path = tmp_path / "exp.yaml"
+    path.write_text(f"datasets: [vaswani]\nmeasures: [AP]\nretrievers:\n  - bm25-pisa\n"
+                    f"  - {{name: bm25-pisa, as: odd, options: {{k1: {text}}}}}\n")
+    with pytest.raises(ExperimentError) as e:
+        load(path)
+    message = str(e.value)
+    assert message.startswith(f"{path}: retrievers[1] (odd): option k1: {shown} is not a finite number"), message
+    assert "give a number such as" in message
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_python_nan_and_inf_options_are_refused(value):
+    """Was: `with_options(k1=nan)` built a retriever that returned 0 rows."""
+    import irgrid
+    from irgrid.core.retrievers import OptionValueError
+
+    for options in ({"k1": value}, {"b": value}, {"num_results": value}):
+        with pytest.raises(OptionValueError, match=rf"option {next(iter(options))}: {value} is not a finite number"):
+            irgrid.retriever("bm25-pisa").with_options(**options)
