@@ -58,6 +58,11 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
     # n: the queries each mean is over (its per-query values), so a reader can weigh a difference
     counts = perq[perq["value"].notna()].groupby(["name", "measure"]).size()
     notes = _test_notes(spec, perq, names, baseline)
+    for c in cells:
+        empty = c.meta.get("empty_queries") or []
+        if empty:  # scored 0 by every measure: said here, in results.md and in manifest.json
+            log.warning("%s on %s: %d of %d queries have no result (%s); they score 0", c.retriever.name,
+                        dataset.name, len(empty), len(topics), ", ".join(map(str, empty[:5])))
     corrected = _corrected(spec, agg, names, baseline, measures)
     rows = []
     for _, row in agg.iterrows():

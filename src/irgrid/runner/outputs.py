@@ -99,6 +99,25 @@ def test_note(results: pd.DataFrame) -> str:
     return f"‡: no p-value against the baseline, the test is not computable on this sample: {shown}."
 
 
+def empty_note(cells_by_dataset) -> str:
+    """A warning on the runs with queries left without any result (scored 0 by every measure: a query whose terms
+    the analyzer drops, e.g. Hebrew under an English stemmer, looks like a bad ranking otherwise)."""
+    parts = []
+    for dataset_name, cells in cells_by_dataset.items():
+        for cell in cells:
+            empty = list(cell.meta.get("empty_queries") or [])
+            if empty:
+                total = cell.meta.get("queries")
+                shown = ", ".join(map(str, empty[:5])) + (", ..." if len(empty) > 5 else "")
+                parts.append(f"{dataset_name}: {cell.retriever.name} {len(empty)}"
+                             f"{f' of {total}' if total else ''} ({shown})")
+    if not parts:
+        return ""
+    return ("**Warning: queries without any result** (each scores 0 on every measure; check the queries' language "
+            "and the analyzer, or the pipeline): " + "; ".join(parts) + ". Listed per run in manifest.json "
+            "(`empty_queries`).")
+
+
 def depth_note(results: pd.DataFrame) -> str:
     """A note on the values whose measure looks deeper than the system returns (column `beyond_depth`)."""
     if "beyond_depth" not in results.columns:
@@ -176,7 +195,8 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
     if tiny:
         header += (f"> **TINY MODELS — not results.** {', '.join(tiny)} ran on tiny random-weight models of their "
                    f"architectures (a wiring check); their numbers say nothing about the real checkpoints.\n\n")
-    write_text_atomic(out / "results.md", header + markdown_table(results))
+    empty = empty_note(cells_by_dataset)
+    write_text_atomic(out / "results.md", header + markdown_table(results) + (f"\n{empty}\n" if empty else ""))
     retrievers: dict[str, Any] = {}
     for dataset_name, cells in cells_by_dataset.items():
         for cell in cells:
@@ -191,7 +211,10 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
             })
             entry["runs"][dataset_name] = {"run_key": cell.meta.get("key"), "cached": cell.cached,
                                            "ms_per_query": cell.meta.get("ms_per_query"),
-                                           "measured_at": cell.meta.get("measured_at")}
+                                           "measured_at": cell.meta.get("measured_at"),
+                                           # scored 0 by every measure: a warning, not an error (empty_note)
+                                           "queries_without_results": len(cell.meta.get("empty_queries") or []),
+                                           "empty_queries": list(cell.meta.get("empty_queries") or [])[:100]}
             own = dict(getattr(cell.retriever, "dataset_applied", None) or {})
             if own:  # the profile's values for this dataset (e.g. ColBERTv2's query length on ArguAna)
                 entry["runs"][dataset_name]["options"] = own
