@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from irgrid.core.significance import MIN_QUERIES
 from irgrid.runner import expressions
 from irgrid.util import markdown as md
 from irgrid.util.errors import Error
@@ -247,8 +248,9 @@ def statistics(spec) -> dict[str, Any]:
     test = spec.paired_test()
     return {"test": test.config(), "test_description": test.describe(), "correction": spec.correction or "none",
             "alpha": 0.05, "baseline": spec.baseline, "comparisons": spec.comparisons,
-            "computed_by": "pt.Experiment with " + ("irgrid.core.significance.PairedTest" if test.resampling else
-                                                    "scipy.stats." + {"t": "ttest_rel"}.get(test.name, test.name))}
+            "computed_by": "pt.Experiment with irgrid.core.significance.PairedTest" + (
+                "" if test.resampling else " (scipy.stats." + {"t": "ttest_rel"}.get(test.name, test.name) + ")"),
+            "min_queries": MIN_QUERIES}  # fewer paired queries: no p-value, results.csv's p_note says why
 
 
 def query_counts(perquery: pd.DataFrame) -> dict[str, int]:
