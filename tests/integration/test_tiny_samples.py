@@ -46,3 +46,15 @@ def test_identical_systems_get_p_one(tmp_path, shared_store, monkeypatch, test):
         assert not isinstance(same["p_note"], str)
         p = rows.loc[("top1", m)]["p_value"]
         assert 0.0 < p <= 1.0 and not math.isnan(p)
+
+
+def test_report_of_a_one_query_grid_notes_the_untested_comparisons(tmp_path, shared_store, monkeypatch):
+    """`irgrid report` on the one-query bootstrap grid: no ▼, no bold, and the main table says why."""
+    from irgrid.cli import main
+
+    _grid(tmp_path, "one", 1, {"name": "bootstrap", "resamples": 1000}, shared_store, monkeypatch)
+    assert main(["report", str(tmp_path / "one"), "--to", str(tmp_path / "report"), "--bootstrap", "200"]) == 0
+    text = "\n".join(p.read_text() for p in sorted((tmp_path / "report").rglob("*.md")))
+    assert "No p-value (no ▲/▼, no bold) where the test is not computable on the sample" in text
+    assert "top1 vs bm25-pisa (not computable: 1 paired query, a paired test needs at least 2)" in text
+    assert "▼" not in text.replace("▲/▼", "")

@@ -366,8 +366,10 @@ def effect_size_table(a: Analyses) -> Table:
                      TableCell(f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"), TableCell(format_value(r["effect_d"], 2)),
                      TableCell(format_value(r["p"], 4)), TableCell(format_value(r["p_corrected"], 4), bold=r["significant"] is True)])
     pairs_ = "all pairs of systems" if st["comparisons"] == "all-pairs" else f"each system against {st['baseline']}"
+    untested = _untested(a.comparisons, list(dict.fromkeys(a.comparisons["dataset"])) if len(a.comparisons) else [])
     return Table("effect-sizes", f"Effect sizes and tests: {pairs_} ({st['describe']}, {st['describe_correction']})",
                  ["dataset", "measure", "comparison", "n", "Δ mean", "95% CI of Δ", "d", "p", "p corrected"], rows,
                  [f"Δ: mean per-query difference; its CI: bootstrap percentile (B = {a.params['B']}, seed "
                   f"{a.params['seed']}); d: standardised effect mean(Δ) / sd(Δ) (paired Cohen's d). p: the "
-                  "experiment's test; against the baseline as in results.csv. Bold: corrected p < α."])
+                  "experiment's test; against the baseline as in results.csv. Bold: corrected p < α.",
+                  *([untested] if untested else [])])
