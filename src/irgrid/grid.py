@@ -58,13 +58,20 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
     reach = max((observed_depth(c.res) for c in cells), default=0)
     # n: the queries each mean is over (its per-query values), so a reader can weigh a difference
     counts = perq[perq["value"].notna()].groupby(["name", "measure"]).size()
+    notes = _test_notes(spec, perq, names, baseline)
+    for c in cells:
+        empty = c.meta.get("empty_queries") or []
+        if empty:  # scored 0 by every measure: said here, in results.md and in manifest.json
+            log.warning("%s on %s: %d of %d queries have no result (%s); they score 0", c.retriever.name,
+                        dataset.name, len(empty), len(topics), ", ".join(map(str, empty[:5])))
+    corrected = _corrected(spec, agg, names, baseline, measures)
     rows = []
     for _, row in agg.iterrows():
         cell = cells[names.index(row["name"])]
         for m in measures:
             m_name = str(m)
             p = row.get(f"{m_name} p-value") if baseline is not None else None
-            pc = row.get(f"{m_name} p-value corrected") if spec.correction else p
+            pc = corrected.get((row["name"], m_name), p)
             is_base = row["name"] == spec.baseline
             rows.append({
                 "dataset": dataset.name, "system": row["name"], "measure": m_name, "value": float(row[m_name]),
@@ -73,13 +80,53 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
                 "significant": None if is_base or pc is None or pd.isna(pc) else bool(pc < 0.05),
                 "baseline": spec.baseline, "n": int(counts.get((row["name"], m_name), 0)),
                 "beyond_depth": beyond_depth(m, depths[row["name"]], reach),
+                "p_note": None if is_base else notes.get((row["name"], m_name)),
             })
         rows.append({"dataset": dataset.name, "system": row["name"], "measure": "ms/query",
                      "value": float(cell.meta["ms_per_query"]), "p_value": None, "p_value_corrected": None,
-                     "significant": None, "baseline": spec.baseline, "n": None})
+                     "significant": None, "baseline": spec.baseline, "n": None, "p_note": None})
     perq = perq.rename(columns={"name": "system"})
     perq.insert(0, "dataset", dataset.name)
     return rows, perq
+
+
+def _test_notes(spec: ExperimentSpec, perq: pd.DataFrame, names: list[str], baseline: int | None
+                ) -> dict[tuple[str, str], str]:
+    """(system, measure) -> why its test against the baseline has no p-value (too few queries, no variance):
+    results.csv's `p_note`, shown under results.md's table instead of a ▲/▼."""
+    if baseline is None or perq.empty:
+        return {}
+    test, base, out = spec.paired_test(), names[baseline], {}
+    for m, block in perq.groupby("measure", sort=False):
+        wide = block.pivot_table(index="qid", columns="name", values="value", sort=True)
+        if base not in wide.columns:
+            continue
+        for name in names:
+            if name != base and name in wide.columns:
+                both = wide[[name, base]].dropna()
+                why = test.why_not(both[name].to_numpy(), both[base].to_numpy())
+                if why:
+                    out[(name, str(m))] = why
+    return out
+
+
+def _corrected(spec: ExperimentSpec, agg: pd.DataFrame, names: list[str], baseline: int | None, measures: list
+               ) -> dict[tuple[str, str], float]:
+    """(system, measure) -> corrected p. PyTerrier's correction counts a NaN p (a test with too few queries) in
+    the family and rejects it; `significance.correct` leaves it out (the same statsmodels numbers otherwise)."""
+    from irgrid.core.significance import correct
+
+    if baseline is None or not spec.correction:
+        return {}
+    out = {}
+    others = agg[agg["name"] != names[baseline]]
+    for m in measures:
+        column = f"{m} p-value"
+        if column not in others.columns:
+            continue
+        for name, pc in zip(others["name"], correct(list(others[column]), spec.correction)):
+            out[(name, str(m))] = float(pc)
+    return out
 
 
 def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store: Store | None = None,
@@ -391,7 +438,8 @@ def _data_error(dataset: Dataset, e: Exception) -> str:
 
 RESULT_COLUMNS = ["dataset", "system", "measure", "value", "p_value", "p_value_corrected", "significant", "baseline",
                   "beyond_depth",  # the measure looks deeper than the system returns (irgrid.runner.checks)
-                  "n"]
+                  "n",
+                  "p_note"]  # why a comparison has no p-value (too few queries: not computable), else empty
 
 
 def _fmt_seconds(seconds: float | None) -> str:

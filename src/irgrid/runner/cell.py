@@ -337,6 +337,10 @@ def _timed_cell(retriever: GridCell, dataset: Dataset, topics: pd.DataFrame, sto
         single.append(1000 * (time.perf_counter() - t0 + accounted() - before))
     # a malformed run is refused before it is stored (never evaluated, never reused)
     empty = check_run(res, retriever.name, dataset.name, topics, depth_of(retriever))
+    if "rank" not in res.columns:  # optional in PyTerrier: ranks from the scores, as pt.model.add_ranks gives them
+        import pyterrier as pt
+
+        res = pt.model.add_ranks(res)
     models = resolve_models(retriever.all_models(), model_map)
     meta = {
         "retriever": retriever.name,
@@ -404,6 +408,12 @@ def dataset_of(dataset: str | Dataset) -> Dataset:
     Dataset (a query sample, a bring-your-own collection), so `retriever.pipeline(name)` is that very dataset."""
     if isinstance(dataset, str):
         return getattr(dataset, "dataset", None) or get_dataset(dataset)
+    if not isinstance(dataset, Dataset):
+        from irgrid.data.errors import InputError
+
+        raise InputError(f"dataset {dataset!r} ({type(dataset).__name__}): a dataset is a name ('vaswani', "
+                         f"'beir/scifact/test', 'vaswani@q20s1' for a query sample) or what irgrid.dataset(...) "
+                         f"returns")
     return dataset
 
 

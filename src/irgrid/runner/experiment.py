@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from irgrid.core.significance import (
     PairedTest,
 )
 from irgrid.data import datasets as ds_mod
+from irgrid.data.errors import InputError
 from irgrid.util.errors import Error
 from irgrid.util.registry import UnknownNameError
 
@@ -168,6 +170,10 @@ def _non_negative_int(value: Any, where: str) -> int:
 def load(path: str | Path) -> ExperimentSpec:
     from irgrid.util import yamlsafe
 
+    if not isinstance(path, (str, os.PathLike)):  # irgrid.run(None), irgrid.run(5): was a bare TypeError
+        raise ExperimentError(f"an experiment is an experiment file's path, a dict of its keys or an ExperimentSpec; "
+                              f"got {type(path).__name__} {path!r}, e.g. irgrid.run('experiments/quickstart.yaml') "
+                              f"or irgrid.run({{'datasets': ['vaswani'], 'retrievers': ['bm25-pisa']}})")
     path = Path(path)
     if not path.exists():
         raise ExperimentError(f"experiment file {path} does not exist")
@@ -215,7 +221,7 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
             return local[name]
         try:
             return ds_mod.get(name)
-        except UnknownNameError as e:
+        except (UnknownNameError, InputError) as e:  # InputError: a query sample of no queries (NAME@q0s1)
             raise ExperimentError(f"{source}: {where}: {e}") from None
 
     datasets = [dataset_item(d, f"datasets[{i}]", lookup_dataset, source) for i, d in enumerate(data["datasets"])]
