@@ -18,6 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+import irgrid  # noqa: F401  (before pyterrier_dr, which imports ir_datasets: irgrid points it at its home)
+
 SHAPES: dict[str, dict[str, Any]] = {
     "minilm-l6": {"cls": "BertConfig", "hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12,
                   "intermediate_size": 1536},

@@ -2,7 +2,9 @@
 nDCG@10 must be MTEB's 0.64508 +- 0.003, and within 0.001 of pyterrier-dr's SBertBiEncoder path when
 `--compare` is given (which encodes the corpus a second time).
 
-    python benchmarks/scifact_minilm_engine.py [--compare]
+    python benchmarks/scifact_minilm_engine.py [--compare] [--dataset beir/scifact/test]
+
+(`--dataset` and IRGRID_TINY_MODELS=1 let tests/system/test_benchmarks_smoke.py run the same path cheaply.)
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from irgrid.store import Store
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--compare", action="store_true", help="also run pyterrier-dr's path on the same corpus")
+    parser.add_argument("--dataset", default="beir/scifact/test")
     args = parser.parse_args()
-    ds = get_dataset("beir/scifact/test")
+    ds = get_dataset(args.dataset)
     topics, qrels = ds.topics(), ds.qrels()
     start = time.perf_counter()
     pipeline = irgrid.retriever("all-minilm-l6-v2").pipeline(ds, store=Store())
@@ -31,7 +34,7 @@ def main() -> None:
     res = pipeline.transform(topics)
     ndcg = ir_measures.calc_aggregate([ir_measures.nDCG @ 10], qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"}),
                                       res.rename(columns={"qid": "query_id", "docno": "doc_id"}))[ir_measures.nDCG @ 10]
-    out = {"engine_ndcg@10": round(ndcg, 5), "index_seconds": round(build_s, 1)}
+    out = {"dataset": args.dataset, "engine_ndcg@10": round(ndcg, 5), "index_seconds": round(build_s, 1)}
     if args.compare:
         from pyterrier_dr import FlexIndex, SBertBiEncoder
 

@@ -19,9 +19,11 @@ from irgrid.core.paper_code import (
     MODELS_PY,
     NVEMBED_PY,
     NVEMBED_PY_OLD,
+    card_titles,
     code,
     generic,
     paper,
+    release_titles,
 )
 from irgrid.core.profiles import Setting
 from irgrid.dense.entry import dense_retriever
@@ -32,6 +34,15 @@ ST_HANDLER = "_load_model(): SentenceTransformer handler (fp32, normalize_embedd
 ST_TITLES = "encode(): sentence-transformers documents f'{title} {text}'"
 ST_ROUTE = "_load_model(): 'instructor' in the name -> SentenceTransformer handler"
 ST_NO_PROMPT = "encode(): SentenceTransformer.encode(texts, normalize_embeddings=True), no instruction or prompt"
+ST_DEFAULT = ("encode(): SentenceTransformer.encode(texts_to_encode, ..., normalize_embeddings=True) names no prompt, "
+              "so sentence-transformers prepends the checkpoint's default prompt wherever its "
+              "config_sentence_transformers.json names one (default_prompt_name)")
+
+
+def _st_default(on: bool = True) -> dict[str, Setting]:
+    if on:
+        return {"st_default_prompt": paper(True, ENCODER_PY, ST_DEFAULT)}
+    return {"st_default_prompt": Setting(False, "model card / MTEB: the prompt is the template's (none by default)")}
 GEMMA_Q = "task: search result | query: "
 GEMMA_D = "title: none | text: "
 # the checkpoint's config_sentence_transformers.json prompts (as transformers' convert_gemma3_weights.py writes them;
@@ -41,7 +52,13 @@ NO_CARD_DTYPE = "irgrid default (no card value): bf16 on GPU"
 
 
 def _st_paper(**extra: Setting) -> dict[str, Setting]:
-    return {"dtype": paper("fp32", ENCODER_PY, ST_HANDLER), **extra}
+    return {"dtype": paper("fp32", ENCODER_PY, ST_HANDLER), **release_titles(where=ST_TITLES), **extra}
+
+
+# src/models/{llm2vec,gritlm,nvembed}.py: f"{doc.get('title', '')} {doc.get('text', '')}".strip() over DataHandler
+# records (title None on a title-less corpus; an empty title stripped away)
+def _strip_titles(path: str) -> dict[str, Setting]:
+    return release_titles(path, "run(): f\"{doc.get('title', '')} {doc.get('text', '')}\".strip()", keep_empty=False)
 
 
 ENCODER_DECODER = [
@@ -51,7 +68,8 @@ ENCODER_DECODER = [
                              arch="t5-encoder", tiny=(("st_dense", (16,)),)),
         loader="t5-encoder", pooling="mean", normalize=True, similarity="cos", query_max_length=512,
         doc_max_length=512,
-        profiles={"paper": _st_paper(), "card": {"dtype": Setting("bf16", NO_CARD_DTYPE)}},
+        profiles={"paper": _st_paper(**_st_default()),
+                  "card": {"dtype": Setting("bf16", NO_CARD_DTYPE), **card_titles(), **_st_default(False)}},
         citation="Ni et al., EMNLP 2022",
         notes="sentence-transformers folder: T5 encoder, mean pooling, Dense 1024->768 (no bias), Normalize",
     ),
@@ -70,13 +88,14 @@ ENCODER_DECODER = [
                                         text="'Represent the document: '"),
                 "doc_fields": paper(("title", "text"), ENCODER_PY, ST_TITLES),
                 "dtype": paper("fp32", ENCODER_PY, ST_HANDLER),
+                **release_titles(where=ST_TITLES), **_st_default(),
             },
             "card": {"query_template": Setting("Represent the Wikipedia question for retrieving supporting "
                                                "documents: {text}", "INSTRUCTOR README / MTEB instructor_models"),
                      "doc_template": Setting("Represent the Wikipedia document for retrieval: {text}",
                                              "INSTRUCTOR README / MTEB instructor_models"),
                      "doc_fields": Setting(("title", "text"), "MTEB retrieval corpus: title + ' ' + text"),
-                     "dtype": Setting("bf16", NO_CARD_DTYPE)},
+                     "dtype": Setting("bf16", NO_CARD_DTYPE), **card_titles(), **_st_default(False)},
         },
         citation="Su et al., Findings of ACL 2023",
         notes="INSTRUCTOR mean-pools over the text tokens only (instruction excluded), then Dense + Normalize; with "
@@ -106,13 +125,15 @@ DECODER_ONLY = [
                 "pool_prompt": paper(True, LLM2VEC_PY, "encode(): _mean_pool over the whole attention mask"),
                 "doc_fields": paper(("title", "text"), LLM2VEC_PY, "run(): f\"{doc.get('title', '')} "
                                                                    "{doc.get('text', '')}\".strip()"),
+                **_strip_titles(LLM2VEC_PY),
             },
             "card": {"query_template": Setting("Given a web search query, retrieve relevant passages that answer "
                                                "the query: {text}", "LLM2Vec README / MTEB llm2vec_models "
                                                                     "(instruction joined to the query)"),
                      "query_pair": Setting(False, "LLM2Vec.encode: instruction and text joined into one sequence"),
                      "pool_prompt": Setting(False, "LLM2Vec.encode: embed_mask excludes the instruction"),
-                     "doc_fields": Setting(("title", "text"), "MTEB retrieval corpus: title + ' ' + text")},
+                     "doc_fields": Setting(("title", "text"), "MTEB retrieval corpus: title + ' ' + text"),
+                     **card_titles(keep_empty=False)},
         },
         citation="BehnamGhader et al., COLM 2024",
         notes="paper code (src/models/llm2vec.py): MNTP base at code revision 9d1613c4 + the supervised adapter "
@@ -131,10 +152,11 @@ DECODER_ONLY = [
                 "query_max_length": paper(1024, ENCODER_PY, "encode(): peft_biencoder tokenizer(max_length=1024)"),
                 "doc_max_length": paper(1024, ENCODER_PY, "encode(): peft_biencoder tokenizer(max_length=1024)"),
                 "dtype": paper("fp16", ENCODER_PY, "_load_peft_biencoder(): torch_dtype=float16 (+ fp16 autocast)"),
+                **release_titles(),
             },
             "card": {"query_max_length": Setting(512, "irgrid default (no card length; unverified)"),
                      "doc_max_length": Setting(1024, "irgrid default (no card length; unverified)"),
-                     "dtype": Setting("bf16", NO_CARD_DTYPE)},
+                     "dtype": Setting("bf16", NO_CARD_DTYPE), **card_titles()},
         },
         citation="Ma et al., SIGIR 2024",
         notes=f"LoRA over meta-llama/Llama-2-7b-hf (base revision 01c7f73d per MTEB); stage the merged weights under "
@@ -154,12 +176,14 @@ DECODER_ONLY = [
                                         "<|embed|>\n{text}", GRITLM_PY, "_gritlm_instruction() with "
                                         "models.py generalist_embedders['gritlm']['query_instruction'] (ends with ':')"),
                 "dtype": paper("fp16", GRITLM_PY, "_load_model(): GritLM(..., torch_dtype=torch.float16)"),
+                **_strip_titles(GRITLM_PY),
             },
             "card": {"query_template": Setting("<|user|>\nGiven a question, retrieve passages that answer the "
                                                "question\n<|embed|>\n{text}",
                                                "GritLM README format <|user|>\\n{instruction}\\n<|embed|>\\n; "
                                                "instruction: irgrid's unified one"),
-                     "dtype": Setting("bf16", "GritLM README: torch_dtype='auto' (bf16 weights)")},
+                     "dtype": Setting("bf16", "GritLM README: torch_dtype='auto' (bf16 weights)"),
+                     **card_titles(keep_empty=False)},
         },
         citation="Muennighoff et al., ICLR 2025",
         notes="GritLM embedding mode: bidirectional attention, mean pooling over the text after <|embed|>, max 512 "
@@ -184,10 +208,16 @@ DECODER_ONLY = [
                      "append_eos": Setting(True, "model card: last-token pooling on <|endoftext|>"),
                      "query_max_length": Setting(8192, "model card usage example max_length=8192"),
                      "doc_max_length": Setting(8192, "model card usage example max_length=8192"),
-                     "dtype": Setting("bf16", NO_CARD_DTYPE)},
+                     "dtype": Setting("bf16", NO_CARD_DTYPE), **card_titles()},
         },
         citation="Zhang et al., 2025 (Qwen3 Embedding)",
-        notes="last-token pooling, normalised; the card's instruction has no space after 'Query:', the paper's has one",
+        notes="last-token pooling, normalised; the card's instruction has no space after 'Query:', the paper's has one. "
+              "End of text (paper): the release tokenizes with a plain call under transformers 4.57.1, where "
+              "Qwen2TokenizerFast has no add_bos_token (its `tokenizer.add_bos_token = True` is a no-op), so the "
+              "checkpoint's tokenizer.json decides whether <|endoftext|> ends each text, and the last attended token "
+              "is pooled: irgrid's paper profile makes the same call (append_eos false). Under transformers 5 the "
+              "release's own line would rebuild the post-processor and drop that EOS (measured on a Qwen2Tokenizer "
+              "layout: 5.25 drops it, 4.57.1 keeps it); irgrid never sets add_bos_token",
     ),
     EncoderSpec(
         name="nv-embed-v2",
@@ -211,6 +241,7 @@ DECODER_ONLY = [
                 "prompt_mask_specials": paper(False, NVEMBED_PY, "encode(): model.encode(texts, instruction=...): "
                                               "the checkpoint's encode masks len(tokenizer.tokenize(instruction)) "
                                               "positions from position 0 (BOS included) out of the pooling"),
+                **_strip_titles(NVEMBED_PY),
             },
             "card": {"query_template": Setting("Instruct: Given a question, retrieve passages that answer the "
                                                "question\nQuery: {text}</s>", "model card nvidia/NV-Embed-v2 "
@@ -219,7 +250,8 @@ DECODER_ONLY = [
                      "doc_max_length": Setting(32768, "model card usage example max_length=32768"),
                      "doc_fields": Setting(("title", "text"), "MTEB retrieval corpus: title + ' ' + text"),
                      "prompt_mask_specials": Setting(True, "irgrid default kept: BOS and the instruction's tokens are "
-                                                           "left out of the pooling")},
+                                                           "left out of the pooling"),
+                     **card_titles(keep_empty=False)},
         },
         citation="Lee et al., ICLR 2025",
         notes="Mistral-7B made bidirectional + latent-attention pooling (512 latents), mean over the text tokens "
@@ -247,13 +279,19 @@ DECODER_ONLY = [
                                    "else 'none'} | text: {text}\"]), and encode_document prepends the checkpoint's "
                                    f"'document' prompt {GEMMA_D!r} again ({GEMMA_PROMPTS})"),
                 doc_sep=paper(" | text: ", ENCODER_PY, "encode(): 'gemma' branch: 'title: {title} | text: {text}'"),
-                doc_empty=paper("none", ENCODER_PY, "encode(): 'gemma' branch: title 'none' when None")),
+                doc_empty=paper("none", ENCODER_PY, "encode(): 'gemma' branch: title 'none' when None"),
+                none_title=paper(None, ENCODER_PY, "encode(): 'gemma' branch: title 'none' when None (doc_empty), "
+                                                   "not 'None'"),
+                keep_empty_title=paper(True, ENCODER_PY, "encode(): 'gemma' branch: f\"title: {title if title is not "
+                                                         "None else 'none'} | text: {text}\": an empty title stays "
+                                                         "empty ('title:  | text: ...')")),
             "card": {"query_template": Setting("task: search result | query: {text}",
                                                "model card google/embeddinggemma-300m (prompts)"),
                      "doc_template": Setting("title: {text}", "MTEB google_embeddinggemma.py: 'title: {title} | text: "
                                                               "{text}'"),
                      "doc_sep": Setting(" | text: ", "MTEB google_embeddinggemma.py document format"),
                      "doc_empty": Setting("none", "MTEB google_embeddinggemma.py: title 'none' when absent"),
+                     **card_titles(),
                      "dtype": Setting("bf16", "model card: bf16 or fp32 (no fp16)")},
         },
         citation="Vera et al., 2025 (EmbeddingGemma)",
@@ -276,12 +314,13 @@ DECODER_ONLY = [
         profiles={
             "paper": _st_paper(
                 query_template=paper("{text}", ENCODER_PY, "encode(): SentenceTransformer.encode without prompt "
-                                                           "(models.py 'kalm' has no instruction)")),
+                                                           "(models.py 'kalm' has no instruction)"),
+                **_st_default()),
             "card": {"query_template": Setting("Instruct: Given a query, retrieve documents that answer the query. "
                                                "\n Query: {text}", "MTEB kalm_models.py: KaLM_INSTRUCTION "
                                                "'Instruct: {instruction} \\n Query: ' with the KaLM generic "
                                                "retrieval instruction"),
-                     "dtype": Setting("bf16", NO_CARD_DTYPE)},
+                     "dtype": Setting("bf16", NO_CARD_DTYPE), **card_titles(), **_st_default(False)},
         },
         citation="Zhao et al., ICLR 2026",
         notes="Qwen2-0.5B, bidirectional, mean pooling, max 512 (MTEB; the paper sets max_seq_length 512 too)",

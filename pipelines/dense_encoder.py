@@ -16,9 +16,11 @@ from irgrid.core.paper_code import (
     GENERIC_TITLES,
     MODELS_PY,
     REQUIREMENTS_OLD,
+    card_titles,
     code,
     generic,
     paper,
+    release_titles,
 )
 from irgrid.core.profiles import Setting
 from irgrid.dense.entry import dense_retriever
@@ -45,7 +47,8 @@ dense_retriever(MINILM, architecture="encoder-only", paper_name=None)
 
 
 def _dtype_card() -> dict[str, Setting]:
-    return {"dtype": Setting("bf16", NO_CARD_DTYPE)}
+    """The card's dtype, and the release's title quirks off (`irgrid.core.paper_code.release_titles`)."""
+    return {"dtype": Setting("bf16", NO_CARD_DTYPE), **card_titles()}
 
 
 def _generic_card(q_len: int = 512, d_len: int = 512, source: str = "model card max_seq_length") -> dict[str, Setting]:
@@ -214,6 +217,7 @@ SPECS = [
                                                                    "f'{title} {text}' when titles are given"),
                 "dtype": paper("fp16", REQUIREMENTS_OLD, "FlagEmbedding==1.3.5, whose FlagModel defaults to "
                                                          "use_fp16=True (dense_encoder.py passes none)"),
+                **release_titles(where="encode(): flag_embedding branch, documents f'{title} {text}'"),
             },
             "card": {"query_template": Setting("Represent this sentence for searching relevant passages: {text}",
                                                "model card BAAI/bge-large-en-v1.5 / MTEB bge_models"),
@@ -235,6 +239,7 @@ SPECS = [
         profiles={
             "paper": {"dtype": paper("fp32", ENCODER_PY, "_load_manual_transformer(): fp32 AutoModel; the Jina "
                                                          "branch calls model.encode(task=...) without autocast"),
+                      **release_titles(where="encode(): Jina v3 branch, documents f'{title} {text}'"),
                       # on ArguAna the release calls model.encode(texts) with no task: no LoRA adapter, no
                       # task instruction (the checkpoint's encode adds an instruction only for a task)
                       **{k: Setting(v, code(ENCODER_PY, JINA_TASK), per_dataset={"beir/arguana": none})
@@ -252,8 +257,10 @@ SPECS = [
         notes="card and paper code agree except on ArguAna: task LoRA adapters retrieval.query / retrieval.passage "
               f"with their instructions ({ENCODER_PY}: encode(task='retrieval.query'|'retrieval.passage')), mean "
               "pooling, documents title + text; on beir/arguana the release passes no task (no adapter, no "
-              f"instruction; {ENCODER_PY_F8} used the retrieval tasks everywhere). The real checkpoint must expose "
-              "`set_adapter` (PEFT adapters) or loading fails",
+              f"instruction; {ENCODER_PY_F8} used the retrieval tasks everywhere). The adapter is selected as the "
+              "checkpoint's own encode(task=...) selects it: adapter_mask = the task's index in "
+              "config.lora_adaptations, passed to its remote XLMRobertaLoRA forward (irgrid.dense.model."
+              "task_adapter_id); a checkpoint loaded without that remote code fails, naming it",
     ),
     EncoderSpec(
         name="nomic-embed-v1.5",

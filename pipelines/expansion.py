@@ -109,7 +109,8 @@ def doc2query_stage(ctx: BuildContext):
     model = load_seq2seq(gen.location, gen.kwargs().get("revision"), ctx.device)
     d2q = DocT5Query(model, num_samples=int(p["num_samples"]), input_max_length=int(p["input_max_length"]),
                      max_length=int(p["max_length"]), do_sample=bool(p["do_sample"]), top_k=p["top_k"],
-                     top_p=p["top_p"], batch_size=int(p["batch_size"]), seed=int(p["seed"]))
+                     top_p=p["top_p"], batch_size=int(p["batch_size"]), seed=int(p["seed"]), store=ctx.store,
+                     resolved=gen)  # batches kept in the store's generations area as they are made: resumable
     return d2q >> pt.apply.generic(lambda df: df[["docno", "text"]])
 
 
@@ -129,7 +130,9 @@ _D2Q = f"{D2Q_PY} SparseEncoder.encode(): worker_kwargs for doc2query ->"
 
 def make_doct5query(options: Mapping[str, Any]) -> Retriever:
     """docT5query: documents expanded in a cached stage (its params: the document-side options), then BM25."""
-    stage = DocStage("doct5query", make=doc2query_stage, models={"generator": DOC2QUERY}, version=2,
+    # version 3: sampling seeded per batch (a resumed stage samples as an uninterrupted one), empty documents
+    # expanded to nothing
+    stage = DocStage("doct5query", make=doc2query_stage, models={"generator": DOC2QUERY}, version=3,
                      params={k: options[k] for k in D2Q_DOC_OPTIONS})
     return Retriever(
         name="doct5query", family="expansion", architecture="document-expansion", paper_name="docT5query",
@@ -230,7 +233,8 @@ def hyde_query(index, ctx: QueryContext):
     d_engine = engine_for(spec, "d", ctx.models["doc"], ctx.device, batch)
     return (Expand(_generator(ctx, "hyde"), mode="column", out_column="hyde_doc")
             >> HydeEncode(q_engine, d_engine)
-            >> ExactRetriever(index, num_results=int(ctx.options["num_results"]), device=ctx.device))
+            >> ExactRetriever(index, num_results=int(ctx.options["num_results"]), device=ctx.device,
+                              score_dtype=str(ctx.options.get("score_dtype", "fp16"))))
 
 
 @functools.cache

@@ -86,10 +86,12 @@ def _splade(models, params, device, role: str = "encoder"):
 
 # -- document stages (params: the entry's document-side options, see `_doc_params`) ------------------------------
 def splade_stage(ctx: BuildContext):
-    from irgrid.sparse.splade import MaxFirstSpladeEncoder
+    from irgrid.sparse.splade import MaxFirstSpladeEncoder, doc_max_length
 
     p = ctx.params
-    return MaxFirstSpladeEncoder(_splade(ctx.models, p, ctx.device), "d", batch_size=int(p["batch_size"]),
+    length = doc_max_length(p.get("doc_max_length"), int(p["max_length"]), ctx.models["encoder"].location)
+    return MaxFirstSpladeEncoder(_splade(ctx.models, {**p, "max_length": length}, ctx.device), "d",
+                                 batch_size=int(p["batch_size"]),
                                  scale=float(p["scale"]), rounding=p["rounding"], top_k=p["top_k"]) \
         >> _select("docno", "toks")
 
@@ -100,13 +102,23 @@ def _quantisation(p) -> dict:
 
 
 def unicoil_stage(ctx: BuildContext):
-    from irgrid.sparse.impact import UniCoilEncoder, load_unicoil
+    from irgrid.sparse.impact import (
+        DropDocuments,
+        UniCoilEncoder,
+        load_unicoil,
+        release_setting,
+        tail_documents,
+    )
 
     enc, p = ctx.models["doc"], ctx.params
     model = load_unicoil(enc.location, _revision(enc), ctx.device, _tiny(enc),
                          _allowed(p, "doc")["allow_unexpected"])
-    return UniCoilEncoder(model, "d", skip=p["skip"], keep_sep=bool(p["keep_sep"]), **_quantisation(p)) \
+    encoder = UniCoilEncoder(model, "d", skip=p["skip"], keep_sep=bool(p["keep_sep"]), **_quantisation(p)) \
         >> _select("docno", "toks")
+    if p.get("unicoil_tail_batches") is None:
+        return encoder
+    workers, batch = release_setting(p["unicoil_tail_batches"], "unicoil_tail_batches")
+    return DropDocuments(tail_documents(ctx.docs(), workers, batch)) >> encoder
 
 
 def sparta_stage(ctx: BuildContext):
@@ -114,7 +126,14 @@ def sparta_stage(ctx: BuildContext):
 
     enc, p = ctx.models["encoder"], ctx.params
     model = load_encoder(enc.location, _revision(enc), ctx.device, _allowed(p, "encoder")["allow_unexpected"])
-    return SpartaEncoder(model, zero_special=bool(p["zero_special"]), **_quantisation(p)) >> _select("docno", "toks")
+    widths = None
+    if p.get("sparta_pad_max") is not None:
+        from irgrid.sparse.impact import padded_widths, release_setting
+
+        workers, batch = release_setting(p["sparta_pad_max"], "sparta_pad_max")
+        widths = padded_widths(ctx.docs(), model[0], int(p["max_length"]), workers, batch)
+    return SpartaEncoder(model, zero_special=bool(p["zero_special"]), pad_widths=widths, **_quantisation(p)) \
+        >> _select("docno", "toks")
 
 
 def deepct_stage(ctx: BuildContext):
@@ -188,9 +207,10 @@ def bm25_query(index, ctx: QueryContext):
 # Options that shape documents are copied into the document stage's params (so its cache key follows them); an
 # entry re-derives itself when one changes (Retriever.derive), which is how a profile reaches the document side.
 DOC_OPTIONS = {
-    "splade": ("max_length", "batch_size", "scale", "rounding", "top_k", "strict"),
-    "unicoil": ("max_length", "batch_size", "scale", "rounding", "top_k", "skip", "keep_sep", "strict"),
-    "sparta": ("max_length", "batch_size", "scale", "rounding", "top_k", "zero_special", "strict"),
+    "splade": ("max_length", "batch_size", "scale", "rounding", "top_k", "strict", "doc_max_length"),
+    "unicoil": ("max_length", "batch_size", "scale", "rounding", "top_k", "skip", "keep_sep", "strict",
+                "unicoil_tail_batches"),
+    "sparta": ("max_length", "batch_size", "scale", "rounding", "top_k", "zero_special", "strict", "sparta_pad_max"),
     "deepct": ("max_length", "batch_size", "scale", "rounding", "top_k", "activation", "cap", "aggregate",
                "keep_text_if_empty", "strict"),
 }
@@ -255,6 +275,11 @@ SPARTA_PY = code(paper_code.SPARTA_PY)
 RUN_PY = code(paper_code.RUN_PY)
 LUCENE_PY = code(paper_code.LUCENE_PY)
 PYSERINI_UNICOIL = "castorini/pyserini pyserini/encode/_unicoil.py"
+# the release's document workers (the quirks unicoil_tail_batches and sparta_pad_max): min(4, GPUs) processes, 4 on
+# the paper's machine (assumed: the release reads torch.cuda.device_count()), each taking every 4th line of the corpus
+RELEASE_WORKERS = {"workers": 4, "batch_size": 32}
+WORKERS_SRC = (f"{ENCODER_PY} SparseEncoder.encode: world = min(4, torch.cuda.device_count()) workers (4 assumed), "
+               f"batch_size 32; _iter_corpus_strided: worker r takes lines i % world == r with non-blank text")
 ANSERINI_TRUNC = (f"{LUCENE_PY} (JsonVectorCollection --impact --pretokenized: Anserini casts each float weight "
                   f"to an integer term frequency) with {SPARTA_PY} writing unscaled float weights")
 
@@ -273,27 +298,36 @@ SPLADE_PAPER = {
 }
 sparse_entry(SparseSpec(
     "splade-v3", "splade", {"encoder": SPLADE_V3}, {"encoder": SPLADE_V3},
-    options={"max_length": 256, "batch_size": 32, "scale": 100.0, "rounding": "trunc", "top_k": None, "strict": {}},
+    options={"max_length": 256, "batch_size": 32, "scale": 100.0, "rounding": "trunc", "top_k": None, "strict": {},
+             "doc_max_length": None},
     profiles={
-        "paper": SPLADE_PAPER,
+        "paper": {**SPLADE_PAPER,
+                  "doc_max_length": S("sentence-transformers",
+                                      f"{ENCODER_PY} _worker_splade: STSparseEncoder(model_name).encode_document(texts) "
+                                      f"with no max length: sentence-transformers' default for the checkpoint (its "
+                                      f"sentence_bert_config.json max_seq_length, else min(max_position_embeddings, "
+                                      f"tokenizer model_max_length) = 512); queries: Pyserini SpladeQueryEncoder."
+                                      f"encode(max_length=256) (SparseEncoder.__init__)")},
         "card": {
             "scale": S(100.0, "pyterrier-splade Splade.doc_encoder (×100, the PyTerrier SPLADE irgrid reuses)"),
             "rounding": S("trunc", "pyterrier-splade Splade.doc_encoder (int() of the ×100 weight)"),
             "top_k": S(None, "Lassance et al. 2024, arXiv:2403.06789 / naver/splade: no static pruning"),
             "max_length": S(256, "naver/splade-v3 model card (max length 256)"),
+            "doc_max_length": S(None, "naver/splade-v3 model card: documents as queries, 256"),
         },
     },
     paper_name="SPLADE-v3", version=2,
     reference=f"Lassance et al. 2024, arXiv:2403.06789; naver/splade-v3 model card (max length 256); {PAPER}; "
               f"{UNPINNED}. Paper code vs text: the code keeps the top 256 impacts ×100 rounded "
-              f"({ENCODER_PY}), the text says top 512; the paper profile follows the code. Both sides' maximum "
-              f"length stays 256 in both profiles: the paper's code encodes documents with sentence-transformers' "
-              f"SparseEncoder and queries with Pyserini's SpladeQueryEncoder at their defaults, not re-checked "
-              f"offline",
+              f"({ENCODER_PY}), the text says top 512; the paper profile follows the code. Lengths: the "
+              f"release encodes documents with sentence-transformers' SparseEncoder at its default for the "
+              f"checkpoint (doc_max_length 'sentence-transformers': the checkpoint's own sentence-transformers "
+              f"max_seq_length, else 512) and queries with Pyserini's SpladeQueryEncoder (256); the card: 256 both",
 ))
 sparse_entry(SparseSpec(
     "splade-tiny", "splade", {"encoder": SPLADE_TINY}, {"encoder": SPLADE_TINY},
-    options={"max_length": 256, "batch_size": 64, "scale": 100.0, "rounding": "trunc", "top_k": None, "strict": {}},
+    options={"max_length": 256, "batch_size": 64, "scale": 100.0, "rounding": "trunc", "top_k": None, "strict": {},
+             "doc_max_length": None},
     profiles={
         "paper": SPLADE_PAPER,
         "card": {
@@ -311,7 +345,7 @@ sparse_entry(SparseSpec(
 sparse_entry(SparseSpec(
     "unicoil", "unicoil", {"doc": UNICOIL}, {"query": UNICOIL},
     options={"max_length": 512, "batch_size": 32, "scale": 100.0, "rounding": "round", "top_k": None, "skip": None,
-             "keep_sep": True, "query_max_length": 128, "query_aggregate": "sum",
+             "keep_sep": True, "query_max_length": 128, "query_aggregate": "sum", "unicoil_tail_batches": None,
              # BertModel without pooler: the checkpoint's pooler and its `tok_proj` head (loaded separately)
              "strict": {"doc": {"allow_unexpected": ["*pooler.*", "*tok_proj.*"]},
                         "query": {"allow_unexpected": ["*pooler.*", "*tok_proj.*"]}}},
@@ -327,6 +361,9 @@ sparse_entry(SparseSpec(
             "keep_sep": S(True, f"{ENCODER_PY} _worker_unicoil: Pyserini UniCoilDocumentEncoder (keeps [SEP])"),
             "query_max_length": S(128, f"{ENCODER_PY} SparseEncoder.__init__: Pyserini UniCoilQueryEncoder (128)"),
             "query_aggregate": S("sum", f"{ENCODER_PY} SparseEncoder.__init__: Pyserini UniCoilQueryEncoder (sum)"),
+            "unicoil_tail_batches": S(RELEASE_WORKERS, f"{WORKERS_SRC}; _worker_unicoil encodes a batch only once it "
+                                                       f"holds batch_size documents and never flushes the rest (its "
+                                                       f"SPLADE, SPARTA, DeepCT and doc2query workers do)"),
         },
         "card": {
             "doc": S("castorini/unicoil-noexp-msmarco-passage", "Lin & Ma 2021, arXiv:2106.14807: the noexp "
@@ -339,6 +376,7 @@ sparse_entry(SparseSpec(
             "keep_sep": S(True, f"{PYSERINI_UNICOIL}: _output_to_weight_dicts skips only [CLS] and [PAD]"),
             "query_max_length": S(128, f"{PYSERINI_UNICOIL}: UniCoilQueryEncoder.encode max_length = 128"),
             "query_aggregate": S("sum", f"{PYSERINI_UNICOIL}: UniCoilQueryEncoder sums a repeated token's weights"),
+            "unicoil_tail_batches": S(None, "irgrid (quirk off): every document is encoded and indexed"),
         },
     },
     paper_name="uniCOIL", version=2,
@@ -347,15 +385,15 @@ sparse_entry(SparseSpec(
               f"indexes unexpanded documents, and queries with the noexp checkpoint ({ENCODER_PY}). Both profiles "
               f"follow Pyserini's encoders ([SEP] kept as a term, query repeats summed, queries cut at 128); "
               f"Pyserini's integer query weights round(w / 5 × 256) are kept as floats here (PISA quantises "
-              f"them). The paper's 4723eff worker drops each shard's last partial batch of documents (a bug not "
-              f"reproduced)",
+              f"them). The release's worker drops each worker's last partial batch of documents (up to 4 × 31 = 124 "
+              f"per corpus, with 4 workers): the quirk unicoil_tail_batches, on in the paper profile",
 ))
 
 # -- SPARTA ------------------------------------------------------------------------------------------------------
 sparse_entry(SparseSpec(
     "sparta", "sparta", {"encoder": SPARTA}, {"encoder": SPARTA},
     options={"max_length": 500, "batch_size": 4, "scale": 100.0, "rounding": "round", "top_k": 2000,
-             "zero_special": True, "query_unique": False, "query_max_tokens": None, "strict": {}},
+             "zero_special": True, "query_unique": False, "query_max_tokens": None, "strict": {}, "sparta_pad_max": None},
     profiles={
         "paper": {
             "max_length": S(500, f"{SPARTA_PY} _encode_batch: tokenizer(..., max_length=500) (4bedb75; 512 before)"),
@@ -365,6 +403,10 @@ sparse_entry(SparseSpec(
             "zero_special": S(True, f"{SPARTA_PY} _encode_batch: transformed_scores[:, special_token_ids] = 0"),
             "query_unique": S(False, f"{SPARTA_PY} encode: term frequency of each query word-piece"),
             "query_max_tokens": S(None, f"{SPARTA_PY} encode: tokenizer(query, add_special_tokens=False), no cap"),
+            "sparta_pad_max": S(RELEASE_WORKERS, f"{SPARTA_PY} _encode_batch: tokenizer(texts, padding=True) and "
+                                                 f"torch.max over every position, padding included (weights depend "
+                                                 f"on the batch); batches as {WORKERS_SRC}, encode_corpus(buf, "
+                                                 f"batch_size=32), the last partial batch too"),
         },
         "card": {
             "max_length": S(500, "beir/retrieval/models/sparta.py (beir-cellar/beir): max_length=500"),
@@ -374,6 +416,7 @@ sparse_entry(SparseSpec(
             "zero_special": S(True, "beir/retrieval/models/sparta.py _bert_input_embeddings: special tokens zeroed"),
             "query_unique": S(False, "beir/retrieval/search/sparse/sparse_search.py sums one row per query token id"),
             "query_max_tokens": S(None, "beir/retrieval/models/sparta.py encode_query: no truncation"),
+            "sparta_pad_max": S(None, "irgrid (quirk off): padding positions are masked out of the max"),
         },
     },
     paper_name="SPARTA", version=2,
@@ -381,7 +424,9 @@ sparse_entry(SparseSpec(
               f"The paper's code keeps the top 512 unscaled weights, which Anserini's impact index truncates to "
               f"integers (most log(1+ReLU) weights are below 5) ({SPARTA_PY}, {LUCENE_PY}); the paper's text says "
               f"both 512 and 2000 are cited. The paper's code (as BEIR's) takes the max over padded positions "
-              f"too, so its weights depend on batch composition; irgrid masks padding in both profiles",
+              f"too, so its weights depend on batch composition: the quirk sparta_pad_max (paper profile) pads each "
+              f"document to the width of the release's batch (4 workers x 32 documents assumed: the release's own "
+              f"count is min(4, GPUs)); the card masks padding",
 ))
 
 # -- DeepCT ------------------------------------------------------------------------------------------------------

@@ -85,6 +85,9 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "profile": "`card` (default) or `paper`: the profile every retriever item uses unless it sets its own",
         "self_matches": "`catalog` (default: each dataset's policy) or `paper` (a document whose id is the query's "
                         "is removed on every dataset unless judged relevant)",
+        "claims": "statements to check on the grid (`irgrid claims OUT`), each `{id, text, source, alpha, <form>: "
+                  "{...}}` with a form of beats, best, equivalent, beats_on_average, rank, latency, jaccard "
+                  "(Claims and diffs)",
     },
     "retriever item": {
         "name": "a registry entry",

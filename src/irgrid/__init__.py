@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from irgrid.util import settings as _settings
 from irgrid.util.errors import Error  # the base of every user-facing error (light: no side effects)
+
+# ir_datasets fixes its home when first imported, by whichever code imports it (irgrid, pyterrier-dr,
+# pyterrier-rag, a user's script): the one place that points it at irgrid's home. No variable changes here.
+_settings.install_irds_home_hook()
 
 __version__ = "0.1.0"
 
@@ -30,7 +35,6 @@ def run(experiment: Any, out: Any = None, *, extra: dict[str, Any] | None = None
     from irgrid.grid import run as _run
     from irgrid.util import settings
 
-    settings.use_irds_home()  # on first use, never at import (importing irgrid changes no environment variable)
     if extra or keys:
         from irgrid.runner.experiment import with_extra
 
@@ -56,9 +60,6 @@ def pipeline(entry: str | GridCell, dataset: Any = None, names: dict[str, Any] |
     `names` gives an expression the file's own `as:` names: `names={"casc": irgrid.pipeline("bm25 % 100 >> ...",
     ds), "k12": irgrid.retriever("bm25").with_options(k1=1.2)}`, then `irgrid.pipeline("casc % 10", ds, names)`."""
     from irgrid.runner.build import python_pipeline
-    from irgrid.util import settings
-
-    settings.use_irds_home()  # before names resolve (python_pipeline does it too: for an entry's .pipeline(ds))
 
     if isinstance(entry, str):
         from irgrid.runner import expressions

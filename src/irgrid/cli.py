@@ -1,4 +1,4 @@
-"""`irgrid` command line: list, datasets, resolve, run, status, report, check, qa."""
+"""`irgrid` command line: list, datasets, resolve, doctor, run, status, report, check, claims, diff, card, qa."""
 
 from __future__ import annotations
 
@@ -43,7 +43,8 @@ def cmd_profiles(entries, fmt: str, agreeing: bool = False) -> int:
     def profiles(r) -> dict:  # one entry shown alone: with the settings every paper profile shares (depth)
         if not agreeing or "paper" not in r.profiles:
             return r.profiles
-        return {**r.profiles, "paper": for_entry("paper", r.profiles["paper"], r.options)}
+        return {**r.profiles, "paper": for_entry("paper", r.profiles["paper"], r.options),
+                "card": for_entry("card", r.profiles.get("card", {}), r.options)}
 
     rows = [{"name": r.name, "setting": d["setting"], "paper": _shown(d["paper"]), "card": _shown(d["card"]),
              "paper_source": d["paper_source"], "card_source": d["card_source"], "note": d["note"]}
@@ -109,6 +110,75 @@ def cmd_fidelity(entries, fmt: str) -> int:
     bad = [r["name"] for r in rows if r["status"] != "ok"]
     print(f"\n{len(rows) - len(bad)}/{len(rows)} entries: every paper setting cites {REPO}@{RELEASE} (file@commit)"
           + (f"; without a commit: {', '.join(bad)}" if bad else ""))
+    return 1 if bad else 0
+
+
+def doctor_rows(entries) -> list[dict[str, str]]:
+    """One row per (retriever, checkpoint role): what loading the real checkpoint needs (irgrid.core.needs, declared by
+    the entries) and whether this machine has it. GPU memory: weights in the entry's dtype plus one layer's
+    activations at the release's batch size and the entry's document length (an estimate, not a measurement)."""
+    from irgrid.core import needs as needs_mod
+    from irgrid.models.resolver import find_remote_code
+
+    rows = []
+    for r in entries:
+        opts = r.keyed_options()
+        spec = getattr(r, "encoder", None)
+        dtype = str(getattr(spec, "dtype", None) or opts.get("dtype") or "fp32")  # sparse encoders: fp32
+        length = int(getattr(spec, "doc_max_length", 0) or (opts.get("max_length") if isinstance(
+            opts.get("max_length"), int) else 512))
+        if not r.all_models():
+            rows.append({"retriever": r.name, "role": "-", "checkpoint": "-", "remote_code": "no", "transformers": "-",
+                         "packages": "-", "gated": "no", "vram_gib": "0 (no neural model)", "status": "ok"})
+        for role, ref in sorted(r.all_models().items()):
+            n = needs_mod.of(ref.id)
+            # an encoder's checkpoints run in the entry's dtype; a generator (doc2query, query2doc, HyDE) in bf16
+            encoder_role = role != "generator"
+            role_dtype = dtype if encoder_role else "bf16"
+            if n is None:
+                rows.append({"retriever": r.name, "role": role, "checkpoint": str(ref), "remote_code": "?",
+                             "transformers": "?", "packages": "?", "gated": "?", "vram_gib": "?",
+                             "status": "no declaration (pipelines/checkpoints.py)"})
+                continue
+            batch = n.paper_batch or int(opts.get("batch_size") or 32)
+            missing = needs_mod.problems(ref.id, find_remote_code)
+            rows.append({
+                "retriever": r.name, "role": role, "checkpoint": str(ref),
+                "remote_code": ", ".join(n.remote_code) or "no",
+                "transformers": n.transformers or "-",
+                "packages": ", ".join(n.packages) or "-",
+                "gated": n.gated or "no",
+                "vram_gib": f"{n.vram_gib(role_dtype, batch, length):.1f} ({role_dtype}, batch {batch}, {length} tok)",
+                "status": "ok" if not missing else "MISSING: " + "; ".join(missing),
+            })
+    return rows
+
+
+def cmd_doctor(args) -> int:
+    """`irgrid doctor EXP.yaml | NAME...`: the loading needs of every checkpoint the targets use (no torch)."""
+    from pathlib import Path
+
+    from irgrid.core.profiles import check_name
+    from irgrid.core.retrievers import get
+
+    entries = []
+    for target in args.targets:
+        if target.endswith((".yaml", ".yml")) or Path(target).is_file():
+            from irgrid.runner.experiment import load
+
+            if args.profile:
+                print(f"irgrid: error: --profile applies to retriever names; {target} sets its own profile "
+                      f"(`profile:` in the file)", file=sys.stderr)
+                return 2
+            entries += list(load(target).retrievers)
+        else:
+            entries.append(get(target).with_profile(check_name(args.profile or "paper")))
+    rows = doctor_rows(entries)
+    sys.stdout.write(_table(rows, args.format))
+    bad = sorted({r["checkpoint"] for r in rows if r["status"] != "ok"})
+    print(f"\n{len(rows)} checkpoint role(s) of {len(entries)} retriever(s): "
+          + ("everything declared is here" if not bad else f"{len(bad)} checkpoint(s) need something: "
+             + ", ".join(bad)))
     return 1 if bad else 0
 
 
@@ -182,7 +252,6 @@ def cmd_run(args) -> int:
     from irgrid.util import settings
 
     settings.device()  # an accelerator asked for (IRGRID_DEVICE) is checked once, before any work
-    settings.use_irds_home()  # the cache's own (--cache/irds) unless IR_DATASETS_HOME is set, as documented
     if settings.tiny_models():
         print("irgrid: TINY-MODEL MODE: every checkpoint with a declared architecture is a tiny random-weight model;"
               " these numbers check wiring only and are not results", file=sys.stderr)
@@ -287,6 +356,57 @@ def cmd_check(args) -> int:
     failed = sum(not o.ok for o in outcomes)
     print(f"\n{len(outcomes) - failed} OK, {failed} FAIL")
     return 1 if failed else 0
+
+
+def cmd_claims(args) -> int:
+    """`irgrid claims OUT`: the claims of the grid's experiment (or of --claims FILE) checked on its numbers."""
+    from pathlib import Path
+
+    from irgrid.report import claims
+
+    verdicts, where = claims.run(args.out, args.claims, args.bootstrap, args.seed)
+    if args.zero_shot:  # the same claims on the cells known to be zero-shot only, and the groups' aggregates twice
+        zero, _ = claims.run(args.out, args.claims, args.bootstrap, args.seed, zero_shot=True)
+        text = claims.zero_shot_report(args.out, verdicts, zero, where, args.format)
+    else:
+        text = claims.to_json(verdicts) if args.format == "json" else claims.to_markdown(verdicts, where)
+    if args.to:
+        Path(args.to).write_text(text)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def cmd_diff(args) -> int:
+    """`irgrid diff A B`: changed claim verdicts, significance marks, rank orders, best systems and cells beyond
+    their bootstrap SE; exit 1 when a claim's verdict changed."""
+    from pathlib import Path
+
+    from irgrid.report import diff
+
+    result = diff.run(args.a, args.b, args.claims, args.bootstrap, args.seed)
+    md, js = diff.to_markdown(result), diff.to_json(result)
+    if args.to:
+        Path(args.to).mkdir(parents=True, exist_ok=True)
+        Path(args.to, "diff.md").write_text(md)
+        Path(args.to, "diff.json").write_text(js + "\n")
+    sys.stdout.write(js + "\n" if args.format == "json" else md)
+    return 1 if result.changed_claims else 0
+
+
+def cmd_card(args) -> int:
+    """`irgrid card OUT [--against EARLIER]`: the reproduction card (irgrid.report.repro)."""
+    from irgrid.report import repro
+    from irgrid.report.stored import load
+
+    grid = load(args.out)
+    if args.against:
+        card = repro.run_card(load(args.against), grid, depth=args.depth)
+        title = f"{args.out} as a reproduction of {args.against}: ER and ΔRI against each grid's baseline, RMSE, KTU, RBO"
+    else:
+        card = repro.published_card(grid, args.reference)
+        title = f"{args.out}: ER and ΔRI against the paper's published means (baseline BM25)"
+    sys.stdout.write(card.to_csv(index=False) if args.format == "csv" else repro.to_markdown(card, title))
+    return 0
 
 
 def cmd_qa_run(args) -> int:
@@ -405,6 +525,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model")
     p.add_argument("--revision")
     p.set_defaults(func=cmd_resolve)
+    p = sub.add_parser("doctor", help="what loading each real checkpoint needs: remote code, the transformers it was "
+                                      "written for, extra packages, licence gates, GPU memory at the paper's batch "
+                                      "size; exit 1 if something is missing here")
+    p.add_argument("targets", nargs="+", help="an experiment YAML (its retrievers, under its profile) or retriever names")
+    p.add_argument("--profile", choices=["paper", "card"],
+                   help="profile for retriever names (default paper); an experiment file's own profile otherwise")
+    p.add_argument("--format", choices=["table", "csv"], default="table")
+    p.set_defaults(func=cmd_doctor)
     p = sub.add_parser("run", help="run an experiment YAML")
     p.add_argument("experiment")
     p.add_argument("--out", help="output folder (results.csv, perquery.csv, results.md, manifest.json, runs/)")
@@ -456,6 +584,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("out", help="an `irgrid run --out` folder")
     p.add_argument("--expected", help="expected-scores YAML (default: EXPERIMENT.expected.yaml beside the experiment)")
     p.set_defaults(func=cmd_check)
+    p = sub.add_parser("claims", help="check an experiment's claims on a stored grid: supported / contradicted / "
+                                      "inconclusive, effect, CI, p, n, missing cells")
+    p.add_argument("out", help="an `irgrid run --out` folder")
+    p.add_argument("--claims", help="a YAML with a `claims:` block (default: the experiment the grid recorded), e.g. "
+                                    "experiments/paper.yaml")
+    p.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    p.add_argument("--to", help="also write the output to this file")
+    p.add_argument("--zero-shot", action="store_true",
+                   help="also check every claim on zero-shot cells only (each retriever's training collections, "
+                        "sourced), and show the paper's group aggregates over all cells and zero-shot cells")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.set_defaults(func=cmd_claims)
+    p = sub.add_parser("diff", help="what changed between two stored grids: claim verdicts, significance marks, "
+                                    "rank orders, best systems, cells beyond their SE; exit 1 if a claim changed")
+    p.add_argument("a", help="the first `irgrid run --out` folder (before)")
+    p.add_argument("b", help="the second (after)")
+    p.add_argument("--claims", help="a YAML with a `claims:` block (default: the experiment A, else B, recorded)")
+    p.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    p.add_argument("--to", help="also write diff.md and diff.json into this folder")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for SEs and CIs (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.set_defaults(func=cmd_diff)
+    p = sub.add_parser("card", help="the reproduction card: ER and ΔRI against the paper's published means, or with "
+                                    "--against an earlier grid also KTU, RBO, RMSE (repro_eval's definitions)")
+    p.add_argument("out", help="an `irgrid run --out` folder (the reproduction)")
+    p.add_argument("--against", help="an earlier `irgrid run --out` folder (the original) to compare run by run")
+    p.add_argument("--depth", type=int, default=1000, help="ranks compared by KTU and RBO (default 1000)")
+    p.add_argument("--reference", help="folder of the paper's tables as CSV (default: shipped with irgrid)")
+    p.add_argument("--format", choices=["markdown", "csv"], default="markdown")
+    p.set_defaults(func=cmd_card)
     _qa_parser(sub)
     return parser
 

@@ -21,6 +21,7 @@ import pandas as pd
 
 from irgrid import measures as measures_mod
 from irgrid import store as store_mod
+from irgrid.core import needs
 from irgrid.core.gridcell import GridCell
 from irgrid.data.datasets import Dataset, DatasetError, is_download_failure
 from irgrid.models import resolver as models_mod
@@ -58,13 +59,20 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
     reach = max((observed_depth(c.res) for c in cells), default=0)
     # n: the queries each mean is over (its per-query values), so a reader can weigh a difference
     counts = perq[perq["value"].notna()].groupby(["name", "measure"]).size()
+    notes = _test_notes(spec, perq, names, baseline)
+    for c in cells:
+        empty = c.meta.get("empty_queries") or []
+        if empty:  # scored 0 by every measure: said here, in results.md and in manifest.json
+            log.warning("%s on %s: %d of %d queries have no result (%s); they score 0", c.retriever.name,
+                        dataset.name, len(empty), len(topics), ", ".join(map(str, empty[:5])))
+    corrected = _corrected(spec, agg, names, baseline, measures)
     rows = []
     for _, row in agg.iterrows():
         cell = cells[names.index(row["name"])]
         for m in measures:
             m_name = str(m)
             p = row.get(f"{m_name} p-value") if baseline is not None else None
-            pc = row.get(f"{m_name} p-value corrected") if spec.correction else p
+            pc = corrected.get((row["name"], m_name), p)
             is_base = row["name"] == spec.baseline
             rows.append({
                 "dataset": dataset.name, "system": row["name"], "measure": m_name, "value": float(row[m_name]),
@@ -73,13 +81,53 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
                 "significant": None if is_base or pc is None or pd.isna(pc) else bool(pc < 0.05),
                 "baseline": spec.baseline, "n": int(counts.get((row["name"], m_name), 0)),
                 "beyond_depth": beyond_depth(m, depths[row["name"]], reach),
+                "p_note": None if is_base else notes.get((row["name"], m_name)),
             })
         rows.append({"dataset": dataset.name, "system": row["name"], "measure": "ms/query",
                      "value": float(cell.meta["ms_per_query"]), "p_value": None, "p_value_corrected": None,
-                     "significant": None, "baseline": spec.baseline, "n": None})
+                     "significant": None, "baseline": spec.baseline, "n": None, "p_note": None})
     perq = perq.rename(columns={"name": "system"})
     perq.insert(0, "dataset", dataset.name)
     return rows, perq
+
+
+def _test_notes(spec: ExperimentSpec, perq: pd.DataFrame, names: list[str], baseline: int | None
+                ) -> dict[tuple[str, str], str]:
+    """(system, measure) -> why its test against the baseline has no p-value (too few queries, no variance):
+    results.csv's `p_note`, shown under results.md's table instead of a ▲/▼."""
+    if baseline is None or perq.empty:
+        return {}
+    test, base, out = spec.paired_test(), names[baseline], {}
+    for m, block in perq.groupby("measure", sort=False):
+        wide = block.pivot_table(index="qid", columns="name", values="value", sort=True)
+        if base not in wide.columns:
+            continue
+        for name in names:
+            if name != base and name in wide.columns:
+                both = wide[[name, base]].dropna()
+                why = test.why_not(both[name].to_numpy(), both[base].to_numpy())
+                if why:
+                    out[(name, str(m))] = why
+    return out
+
+
+def _corrected(spec: ExperimentSpec, agg: pd.DataFrame, names: list[str], baseline: int | None, measures: list
+               ) -> dict[tuple[str, str], float]:
+    """(system, measure) -> corrected p. PyTerrier's correction counts a NaN p (a test with too few queries) in
+    the family and rejects it; `significance.correct` leaves it out (the same statsmodels numbers otherwise)."""
+    from irgrid.core.significance import correct
+
+    if baseline is None or not spec.correction:
+        return {}
+    out = {}
+    others = agg[agg["name"] != names[baseline]]
+    for m in measures:
+        column = f"{m} p-value"
+        if column not in others.columns:
+            continue
+        for name, pc in zip(others["name"], correct(list(others[column]), spec.correction)):
+            out[(name, str(m))] = float(pc)
+    return out
 
 
 def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store: Store | None = None,
@@ -123,16 +171,67 @@ def check_out(out: Path) -> None:
 
     if out.exists() and not out.is_dir():
         raise OutputError(f"--out {out} is a file, not a folder; give a folder path")
-    probe_dir = out if out.exists() else next((p for p in out.parents if p.exists()), Path("/"))
-    # a real write, not os.access: root passes os.access on a read-only mount or a chattr +i folder
-    try:
-        import tempfile
+    probe_dir, e = _probe_write(out)
+    if e is not None:
+        raise OutputError(f"--out {out}: {probe_dir} is not writable ({e.strerror or e}); choose a folder you "
+                          f"can write to")
+    _refuse_foreign(out)
 
+
+def _probe_write(folder: Path) -> tuple[Path, OSError | None]:
+    """A real write into `folder` (or its nearest existing parent), not os.access: root passes os.access on a
+    read-only mount or a chattr +i folder. Returns the folder probed and the error (None: writable)."""
+    import tempfile
+
+    probe_dir = folder if folder.exists() else next((p for p in folder.parents if p.exists()), Path("/"))
+    try:
         with tempfile.NamedTemporaryFile(dir=probe_dir, prefix=".irgrid-probe-"):
             pass
     except OSError as e:
-        raise OutputError(f"--out {out}: {probe_dir} is not writable ({e.strerror or e}); choose a folder you "
-                          f"can write to") from None
+        return probe_dir, e
+    return probe_dir, None
+
+
+def check_cache(store: Store) -> None:
+    """The cache must be writable, even for a grid whose every cell is cached (locks, the staged collections'
+    copies, query-time index files): a read-only cache is said as such before any cell, not as data that is
+    "not staged"."""
+    from irgrid.store import CacheError
+
+    probe_dir, e = _probe_write(store.root)
+    if e is not None:
+        raise CacheError(f"the cache {store.root} is not writable ({probe_dir}: {e.strerror or e}): irgrid writes its "
+                         f"locks, staged collection copies, indexes and runs there, cached cells included. Give a "
+                         f"writable --cache (or IRGRID_CACHE); a read-only copy can be copied to a writable place")
+
+
+# what a grid writes into --out: found in a folder without irgrid's manifest, they are someone else's files
+OUTPUT_NAMES = ("results.csv", "perquery.csv", "results.md", "failures.json", "runs", "qrels", "latency.csv")
+
+
+def _refuse_foreign(out: Path) -> None:
+    """Never overwrite outputs irgrid did not write: a folder holding files of a grid's names needs irgrid's
+    manifest.json (or the flag of an irgrid run stopped while writing it), as `irgrid report` needs one."""
+    from irgrid.runner.outputs import WRITING, OutputError
+
+    if not out.is_dir():
+        return
+    taken = [name for name in OUTPUT_NAMES if (out / name).exists()]
+    if not taken or (out / WRITING).exists():
+        return
+    manifest = out / "manifest.json"
+    why = "no manifest.json"
+    if manifest.exists():
+        try:
+            data = json.loads(manifest.read_text())
+            if isinstance(data, dict) and "experiment" in data:
+                return
+            why = "a manifest.json that is not irgrid's"
+        except (OSError, ValueError):
+            why = "an unreadable manifest.json"
+    raise OutputError(f"--out {out} holds {', '.join(taken)} but {why}: not an irgrid output folder, and irgrid "
+                      f"does not overwrite files it did not write. Choose another --out (a new or empty folder), or "
+                      f"move those files away")
 
 
 @contextlib.contextmanager
@@ -264,7 +363,7 @@ def evaluate(spec: ExperimentSpec, store: Store, out: Path | None, data: dict[st
         cells_by_dataset[dataset.name] = []
         if dataset.name not in data:
             continue
-        for retriever in spec.retrievers:
+        for retriever in spec.cells_on(dataset):
             if (dataset.name, retriever.name) in failed:
                 continue
             try:
@@ -327,6 +426,10 @@ def _data_error(dataset: Dataset, e: Exception) -> str:
     if isinstance(e, OSError) and e.errno == errno.ENOSPC:  # copying the staged home into a full cache
         return (f"no space left copying the staged collection of {dataset.name!r} into the cache "
                 f"({settings.irds_home()}){disk_note(settings.irds_home())}")
+    if isinstance(e, OSError) and e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return (f"the data of {dataset.name!r} cannot be written into the cache ({e.strerror}: "
+                f"{e.filename or settings.irds_home()}): the cache is read-only here; give a writable --cache (or "
+                f"IRGRID_CACHE)")
     if is_download_failure(e):
         return (f"the queries/qrels of {dataset.name!r} are not staged and could not be downloaded "
                 f"({type(e).__name__}). Stage the collection on a connected machine with ir_datasets and copy its "
@@ -337,7 +440,8 @@ def _data_error(dataset: Dataset, e: Exception) -> str:
 
 RESULT_COLUMNS = ["dataset", "system", "measure", "value", "p_value", "p_value_corrected", "significant", "baseline",
                   "beyond_depth",  # the measure looks deeper than the system returns (irgrid.runner.checks)
-                  "n"]
+                  "n",
+                  "p_note"]  # why a comparison has no p-value (too few queries: not computable), else empty
 
 
 def _fmt_seconds(seconds: float | None) -> str:
@@ -363,33 +467,31 @@ def plan(spec: ExperimentSpec, store: Store) -> list[dict[str, Any]]:
                  len(spec.retrievers))
     bar = tqdm(total=total, desc="checking the cache", unit="cell", file=progress_stream(), leave=False,
                disable=total < PLAN_PROGRESS_CELLS, mininterval=0.5 if progress_stream().isatty() else 30)
-    for dataset in spec.datasets:
-        for retriever in spec.retrievers:
-            bar.update()
-            retriever = retriever.for_dataset(dataset)  # the profile's per-dataset values: the cell's own key
-            try:  # keys read the staged copy (verified, copied again when damaged): a full cache disk fails here
-                row: dict[str, Any] = {
-                    "dataset": dataset.name, "retriever": retriever.name,
-                    "run_cached": store.has_run(retriever, dataset),
-                    "index_cached": retriever.index is None or store.index_ready(retriever.index, dataset),
-                    "status": "cached", "reason": "", "est_seconds": 0.0}
-            except (OSError, DatasetError) as e:
-                rows.append({"dataset": dataset.name, "retriever": retriever.name, "run_cached": False,
-                             "index_cached": False, "status": "unresolvable", "reason": f"data: {_data_error(dataset, e)}",
-                             "est_seconds": None})
-                continue
-            if not row["run_cached"]:
-                row["status"] = "to run"
-                try:
-                    resolve_models(retriever.all_models(), spec.models, check_only=True)  # makes nothing
-                except models_mod.ModelUnavailableError as e:
-                    row["status"], row["reason"] = "unresolvable", str(e)
-                if not row["index_cached"] and row["status"] == "to run":
-                    ok, why = docs_ok.setdefault(dataset.corpus, dataset.docs_available())
-                    if not ok:
-                        row["status"], row["reason"] = "unresolvable", f"data: {why}"
-                row["est_seconds"] = _estimate(retriever, dataset, row["index_cached"], index_rate, query_ms)
-            rows.append(row)
+    for dataset, retriever in spec.cells():
+        bar.update()
+        try:  # keys read the staged copy (verified, copied again when damaged): a full cache disk fails here
+            row: dict[str, Any] = {
+                "dataset": dataset.name, "retriever": retriever.name,
+                "run_cached": store.has_run(retriever, dataset),
+                "index_cached": retriever.index is None or store.index_ready(retriever.index, dataset),
+                "status": "cached", "reason": "", "est_seconds": 0.0}
+        except (OSError, DatasetError) as e:
+            rows.append({"dataset": dataset.name, "retriever": retriever.name, "run_cached": False,
+                         "index_cached": False, "status": "unresolvable", "reason": f"data: {_data_error(dataset, e)}",
+                         "est_seconds": None})
+            continue
+        if not row["run_cached"]:
+            row["status"] = "to run"
+            try:
+                resolve_models(retriever.all_models(), spec.models, check_only=True)  # makes nothing
+            except models_mod.ModelUnavailableError as e:
+                row["status"], row["reason"] = "unresolvable", str(e)
+            if not row["index_cached"] and row["status"] == "to run":
+                ok, why = docs_ok.setdefault(dataset.corpus, dataset.docs_available())
+                if not ok:
+                    row["status"], row["reason"] = "unresolvable", f"data: {why}"
+            row["est_seconds"] = _estimate(retriever, dataset, row["index_cached"], index_rate, query_ms)
+        rows.append(row)
     bar.close()
     return rows
 
@@ -419,18 +521,20 @@ def _estimate(retriever: GridCell, dataset: Dataset, index_cached: bool, index_r
 
 
 def preflight(spec: ExperimentSpec, store: Store) -> None:
-    """Fail before computing anything when a model that an uncached cell needs cannot be resolved, or a
-    dataset's own measures do not parse."""
+    """Fail before computing anything when the cache is not writable, a model that an uncached cell needs
+    cannot be resolved, or a dataset's own measures do not parse."""
+    check_cache(store)
     for dataset in spec.datasets:
         spec.measures_for(dataset)
-        for retriever in spec.retrievers:
-            retriever = retriever.for_dataset(dataset)  # the profile's per-dataset values: the cell's own key
+        for retriever in spec.cells_on(dataset):
             try:
                 cached = store.has_run(retriever, dataset)
             except (OSError, DatasetError):  # the data itself (a full cache disk): that dataset's cells record it
                 cached = False
             if not cached:
                 resolve_models(retriever.all_models(), spec.models)
+                # packages and remote code the entries declare for their real checkpoints (irgrid.core.needs)
+                needs.check(retriever.all_models(), models_mod.find_remote_code)
 
 
 def _copy_atomic(src: Path, dst: Path) -> None:

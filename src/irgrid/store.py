@@ -19,7 +19,6 @@ prompts) has a lock, and each batch is one SQLite transaction (a killed writer's
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -38,35 +37,20 @@ from irgrid.data.datasets import Dataset, staged_fingerprint
 from irgrid.util import locks, settings
 from irgrid.util.errors import Error
 from irgrid.util.files import atomic_dir, atomic_path, slug, write_text_atomic
-from irgrid.util.hashing import config_hash, file_sha256
+from irgrid.util.hashing import config_hash
+from irgrid.util.manifest import check_files, file_digest, folder_problem
 
 RUN_FORMAT = 2  # bump when the stored run format or evaluation inputs change (2: verified runs)
 MARKER = "irgrid-index.json"
 AREA_MARKER = "irgrid-area.json"  # the manifest of a published folder of a model-side area (GGUF, tiny models)
 LAZY = "irgrid-lazy.json"  # files a backend wrote into a published index after publication (PISA's per-parameter)
 BUILDS_LOG = "builds.log"
-FULL_HASH_BYTES = 64 << 20  # files up to this size are hashed whole; larger ones by their first and last MiB
 
 log = logging.getLogger("irgrid")
 
 
 class CacheError(Error, RuntimeError):
     """A cache artifact failed verification (and was moved aside), or the cache itself is unusable."""
-
-
-def file_digest(path: Path, size: int | None = None) -> str:
-    """sha256 of a file, or for a file over FULL_HASH_BYTES of its size, first and last MiB (cheap to verify
-    on every open; catches truncation, garbage and partial writes, not a flipped byte in the middle of a
-    multi-GB index)."""
-    size = path.stat().st_size if size is None else size
-    if size <= FULL_HASH_BYTES:
-        return file_sha256(path)
-    digest = hashlib.sha256(b"sampled:%d:" % size)
-    with path.open("rb") as f:
-        digest.update(f.read(1 << 20))
-        f.seek(size - (1 << 20))
-        digest.update(f.read(1 << 20))
-    return digest.hexdigest()
 
 
 def folder_manifest(folder: Path, skip: tuple[str, ...] = (MARKER, LAZY)) -> dict[str, dict[str, Any]]:
@@ -95,9 +79,6 @@ def using(store: Store) -> Iterator[Store]:
         _CURRENT.reset(token)
 
 
-_VERIFIED: set[tuple[str, str, int]] = set()  # (path, digest, size) hashed in full by this process already
-
-
 class Store:
     def __init__(self, root: str | Path | None = None):
         self.root = Path(root) if root else settings.cache_root()
@@ -105,7 +86,8 @@ class Store:
     # -- concurrency: locks and the build log -------------------------------------------------------------
     def lock_path(self, artifact: Path) -> Path:
         """The lock file of an artifact of this cache (kept apart, under `locks/`, so no glob ever sees it)."""
-        rel = Path(artifact).resolve().relative_to(self.root.resolve())
+        artifact = Path(artifact)  # the link itself, never its target: a cached file replaced by a link is still ours
+        rel = (artifact.parent.resolve() / artifact.name).relative_to(self.root.resolve())
         return self.root / "locks" / rel.parent / f"{rel.name}.lock"
 
     @contextlib.contextmanager
@@ -158,36 +140,16 @@ class Store:
 
     @staticmethod
     def _check_files(folder: Path, files: dict[str, dict[str, Any]], full: bool) -> str | None:
-        for rel, want in files.items():
-            f = folder / rel
-            try:
-                size = f.stat().st_size
-            except OSError:
-                return f"{rel} is missing"
-            if size != want["size"]:
-                return f"{rel} has {size} bytes, its manifest says {want['size']}"
-            if full and (str(f), want["sha256"], size) not in _VERIFIED:
-                if file_digest(f, size) != want["sha256"]:
-                    return f"{rel} does not match its manifest's sha256"
-                _VERIFIED.add((str(f), want["sha256"], size))
-        return None
+        return check_files(folder, files, full, lambda f, size: file_digest(f, size))
 
     def index_problem(self, folder: Path, full: bool = True, marker_name: str = MARKER) -> str | None:
         """Why a published index (or area) folder cannot be trusted (None: it can). Sizes always; content
-        hashes once per process (`full`)."""
-        marker = folder / marker_name
-        if not folder.exists():
-            return "missing"
-        if not marker.exists():
-            return f"{marker_name} is missing (an unfinished or damaged build)"
-        try:
-            meta = json.loads(marker.read_text())
-            files = meta["files"]
-        except (ValueError, KeyError, TypeError) as e:
-            return f"{marker_name} is unreadable ({type(e).__name__}: {e})"
-        if not files:
-            return "the index holds no files" if marker_name == MARKER else "the folder holds no files"
-        return self._check_files(folder, files, full)
+        hashes once per process (`full`). The same check as `pt.Artifact.load` on a cache folder
+        (irgrid.util.manifest)."""
+        problem = folder_problem(folder, marker_name, full, lambda f, size: file_digest(f, size))
+        if problem == "the folder holds no files" and marker_name == MARKER:
+            return "the index holds no files"
+        return problem
 
     def clean_lazy(self, folder: Path) -> None:
         """Before a backend may write into a published index (under its lock): delete files no manifest lists

@@ -15,7 +15,7 @@ import pandas as pd
 import pyterrier as pt
 import pytest
 
-from irgrid.core.artifacts import INDEX_MARKER, to_url
+from irgrid.core.artifacts import INDEX_MARKER, LAZY_MARKER, to_url
 from irgrid.core.retrievers import get
 from irgrid.data.datasets import get as get_dataset
 from irgrid.runner.cell import build_pipeline
@@ -50,9 +50,9 @@ def round_trip(artifact, tmp_path, name: str):
 
 
 def test_the_store_and_the_artifacts_agree_on_the_marker():
-    from irgrid.store import MARKER
+    from irgrid.store import LAZY, MARKER
 
-    assert INDEX_MARKER == MARKER
+    assert INDEX_MARKER == MARKER and LAZY_MARKER == LAZY
 
 
 SPARSE = {  # entry -> (backend folder, artifact class)
@@ -89,7 +89,10 @@ def test_a_folder_built_before_pt_meta_json_still_loads(shared_store, tmp_path):
     folder = shared_store.index_dir(entry.index, ds)
     old = tmp_path / "lucene-flat-old"
     shutil.copytree(folder, old)
-    (old / "lucene" / "pt_meta.json").unlink()
+    (old / "lucene" / "pt_meta.json").unlink()  # as built then: neither the file nor its line in the manifest
+    marker = json.loads((old / INDEX_MARKER).read_text())
+    del marker["files"]["lucene/pt_meta.json"]
+    (old / INDEX_MARKER).write_text(json.dumps(marker))
     index = pt.Artifact.load(str(old / "lucene"))
     assert type(index).__name__ == "LuceneIndex"
     topics = ds.topics().head(3)

@@ -74,3 +74,54 @@ def test_rows_without_the_authors_flag_or_any_answer_are_refused(tmp_path, caplo
     rows.assign(model_answer=rows["model_answer"].where(rows.index != 5)).to_csv(path, index=False)
     frame = replay.load(path)
     assert len(frame) == 40 and "1 of 40 row(s) have no model_answer (first: data row 6" in caplog.text
+
+
+# -- issue 40 item 12: one reader x one setting, wrongly typed fields ---------------------------------------------
+def _one_cell(human, tmp_path, n=40):
+    h = pd.read_json(human, lines=True)
+    one = h[(h["model"] == h["model"].iloc[0]) & (h["setting"] == "base")].head(n).reset_index(drop=True)
+    return one, tmp_path / "one.jsonl"
+
+
+def test_one_reader_one_setting_writes_its_outputs_with_correlations_not_computable(human, tmp_path):
+    """Was: everything scored, then scipy's pearsonr raised on one cell and nothing was written."""
+    import json
+
+    from irgrid.cli import main
+
+    one, path = _one_cell(human, tmp_path)
+    one.to_json(path, orient="records", lines=True)
+    out = tmp_path / "out"
+    assert main(["qa", "replay", str(path), "--out", str(out), "--judge", "lexical@0.325/model_keypoint",
+                 "--measures", "coverage"]) == 0
+    assert len(pd.read_csv(out / "answers.csv")) == 40
+    agreement = json.loads((out / "agreement.json").read_text())
+    assert agreement["n_cells"] == 1 and agreement["cell_pearson"] is None and agreement["cell_kendall_tau"] is None
+    assert "1 reader x setting cell, a correlation needs at least 3" in agreement["not_computable"]["cell_pearson"]
+    assert agreement["cell_mae"] >= 0  # what one cell does support
+    md = (out / "results.md").read_text()
+    assert "| cell_pearson | not computable |" in md and "cell_pearson: not computable: 1 reader x setting" in md
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("answer_coverage", "high", "'high' is not a coverage in %"),
+    ("answer_coverage", 250, "250 is not a coverage in %"),
+    ("item", "seven", "'seven' is not a whole number"),
+    ("golden_keypoint", "one key point", "'one key point' is not a list of key points"),
+    ("model_answer", 42, "42 is not text"),
+    ("setting", 3, "3 is not text"),
+])
+def test_wrongly_typed_fields_name_file_row_and_field(human, tmp_path, field, value, message):
+    from irgrid.cli import main
+
+    one, path = _one_cell(human, tmp_path, n=10)
+    one[field] = one[field].astype(object)
+    one.at[6, field] = value
+    one.to_json(path, orient="records", lines=True)
+    with pytest.raises(replay.ReplayError) as e:
+        replay.load(path)
+    assert str(e.value).startswith(f"{path}: data row 7 (model 'AceMath-1.5B-Instruct'), field '{field}': ")
+    assert message in str(e.value)
+    assert main(["qa", "replay", str(path), "--out", str(tmp_path / "o"), "--judge", "lexical@0.325/model_keypoint",
+                 "--measures", "coverage"]) != 0
+    assert not (tmp_path / "o").exists()

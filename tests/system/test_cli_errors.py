@@ -73,3 +73,33 @@ def test_qa_replay_bad_sample_and_truncated_file_are_one_line(tmp_path):
     cut.write_bytes(whole[: len(whole) // 2])  # cut mid-stream
     msg = _one_error(_qa_replay(tmp_path, str(cut)))
     assert f"{cut}: cannot be read (truncated or damaged?)" in msg
+
+
+def test_out_folder_with_foreign_results_is_refused(tmp_path):
+    """Issue 40 item 4: a results.csv irgrid did not write (no irgrid manifest beside it) is never overwritten,
+    as `irgrid report` already refuses such a folder; nothing is computed first."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.csv").write_text("mine,not irgrid's\n1,2\n")
+    msg = _one_error(_cli_run(tmp_path, GOOD))
+    assert f"--out {out} holds results.csv but no manifest.json" in msg and "does not overwrite" in msg
+    assert (out / "results.csv").read_text() == "mine,not irgrid's\n1,2\n"
+    assert not (tmp_path / "cache").exists()
+    (out / "manifest.json").write_text('{"name": "someone else\'s"}')
+    msg = _one_error(_cli_run(tmp_path, GOOD))
+    assert "a manifest.json that is not irgrid's" in msg and "Choose another --out" in msg
+    assert (out / "results.csv").read_text() == "mine,not irgrid's\n1,2\n"
+
+
+def test_dry_run_names_a_missing_model_mapping_file(tmp_path):
+    """Issue 40 item 10: IRGRID_MODELS naming no file is said as such, not as an installed model gone missing."""
+    import os
+
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(GOOD.replace("bm25-pisa", "all-minilm-l6-v2"))
+    env = {**os.environ, "IRGRID_MODELS": str(tmp_path / "absent.yaml")}
+    proc = subprocess.run([sys.executable, "-m", "irgrid.cli", "run", str(exp), "--dry-run", "--cache",
+                           str(tmp_path / "cache")], capture_output=True, text=True, timeout=300, env=env)
+    msg = _one_error(proc)
+    assert "absent.yaml, which does not exist: the model mapping file is missing" in msg
+    assert "missing checkpoints" not in proc.stdout

@@ -514,3 +514,34 @@ def test_read_only_out_is_found_before_any_cell_even_as_root(tmp_path):
     finally:
         subprocess.run(["umount", str(ro)], capture_output=True)
     check_out(tmp_path / "fine")  # a creatable folder passes
+
+
+def test_read_only_cache_is_said_as_such_for_cached_and_new_cells(tmp_path):
+    """Issue 40 item 10: before, every cell (cached or not) failed with "not staged and could not be downloaded"."""
+    cache, ro = tmp_path / "cache", tmp_path / "ro-cache"
+    one = tmp_path / "one.yaml"
+    one.write_text("name: one\ndatasets: [vaswani]\nretrievers: [bm25-pisa]\nmeasures: [AP]\n")
+    assert _cli("run", str(one), "--cache", str(cache)).returncode == 0  # bm25-pisa cached
+    two = tmp_path / "two.yaml"
+    two.write_text("name: two\ndatasets: [vaswani]\nretrievers: [bm25-pisa, {name: bm25-pisa, as: k12, options: "
+                   "{k1: 1.2}}]\nmeasures: [AP]\n")
+    ro.mkdir()
+    if subprocess.run(["mount", "--bind", "-o", "ro", str(cache), str(ro)], capture_output=True).returncode:
+        pytest.skip("cannot bind-mount a read-only cache here (needs root); non-root users get EACCES the same way")
+    try:
+        proc = _cli("run", str(two), "--cache", str(ro))
+    finally:
+        subprocess.run(["umount", str(ro)], capture_output=True)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert f"the cache {ro} is not writable ({ro}: Read-only file system)" in proc.stderr
+    assert "not staged" not in proc.stderr + proc.stdout
+
+
+def test_local_write_errors_are_not_download_failures():
+    import errno
+
+    from irgrid.data.datasets import is_download_failure
+
+    for code in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC):
+        assert not is_download_failure(OSError(code, os.strerror(code), "/cache/irds/vaswani"))
+    assert is_download_failure(OSError(errno.ENETUNREACH, "Network is unreachable"))

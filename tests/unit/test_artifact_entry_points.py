@@ -4,6 +4,7 @@ metadata adapter names what an irgrid cache folder holds, and bad paths or URLs 
 
 from __future__ import annotations
 
+import json
 from urllib.parse import urlparse
 
 import pyterrier as pt
@@ -29,11 +30,18 @@ def test_metadata_adapter_names_cache_folders_and_their_backends(tmp_path):
     folder = tmp_path / "lucene-flat-0123456789ab"
     (folder / "lucene").mkdir(parents=True)
     assert artifacts.metadata_adapter(str(folder / "lucene"), []) is None  # no marker: not irgrid's
-    (folder / artifacts.INDEX_MARKER).write_text("{}")
+    (folder / "lucene" / "segments_1").write_bytes(b"index bytes")
+    from irgrid.util.manifest import file_digest
+
+    files = {"lucene/segments_1": {"size": 11, "sha256": file_digest(folder / "lucene" / "segments_1")}}
+    (folder / artifacts.INDEX_MARKER).write_text(json.dumps({"files": files}))
     assert artifacts.metadata_adapter(str(folder), [artifacts.INDEX_MARKER])["type"] == "irgrid_index"
     meta = artifacts.metadata_adapter(str(folder / "lucene"), [])
     assert (meta["type"], meta["format"]) == artifacts.KINDS["lucene"]
     assert artifacts.metadata_adapter(str(folder / "other"), []) is None
+    (folder / "lucene" / "segments_1").write_bytes(b"index bytez")  # a backend folder of a damaged cache folder
+    with pytest.raises(ValueError, match="segments_1 does not match its manifest's sha256.*delete the folder"):
+        artifacts.metadata_adapter(str(folder / "lucene"), [])
 
 
 def test_cache_folder_with_no_or_two_backends_is_refused(tmp_path):

@@ -14,7 +14,10 @@ def test_profiles_that_agree_share_every_cache_key():
     entry = RETRIEVERS.get("tas-b")
     paper, card = entry.with_profile("paper"), entry.with_profile("card")
     assert paper.key() != card.key() and paper.index.key() != card.index.key()  # dtype (and the paper's depth) differ
-    agreed = paper.with_options(dtype=card.options["dtype"], num_results=card.options["num_results"])  # differences set to the card's
+    # the differences (dtype, depth, the release's title and scoring quirks) set to the card's values
+    differing = ("dtype", "num_results", "none_title", "keep_empty_title", "score_dtype")
+    assert {k for k in paper.options if paper.options[k] != card.options[k]} == set(differing)
+    agreed = paper.with_options(**{k: card.options[k] for k in differing})
     assert agreed.key() == card.key() and agreed.index.key() == card.index.key()
 
 

@@ -190,3 +190,44 @@ def test_cuda_asked_for_where_there_is_none_names_the_setting(monkeypatch):
         pytest.skip("this machine has a GPU 7")
     with pytest.raises(SettingsError, match=r"IRGRID_DEVICE=cuda.*(CUDA is not available|no GPU 7).*IRGRID_DEVICE=cpu"):
         settings.device()
+
+
+# -- issue 40 item 10: a wrong mapping is named as such, at validation and --dry-run ------------------------------
+def test_a_missing_irgrid_models_file_is_named_at_validation(tmp_path, monkeypatch):
+    """Before: `--dry-run` listed an installed model (MiniLM, shipped by a package) as a missing checkpoint."""
+    from irgrid.runner.experiment import ExperimentError, from_dict
+
+    monkeypatch.setenv("IRGRID_MODELS", str(tmp_path / "absent.yaml"))
+    spec = {"name": "m", "datasets": ["vaswani"], "retrievers": ["all-minilm-l6-v2"]}
+    with pytest.raises(ExperimentError, match=r"IRGRID_MODELS points to .*absent.yaml, which does not exist: the "
+                                              r"model mapping file is missing"):
+        from_dict(spec)
+    with pytest.raises(models.ModelMappingError, match="mapping file is missing"):
+        resolve(MINILM)
+    from_dict({**spec, "retrievers": ["bm25-pisa"]})  # no model: no mapping read
+
+
+def test_a_mapping_to_a_pickle_is_refused_at_validation(tmp_path):
+    """Before: accepted until the run tried to load it."""
+    from irgrid.runner.experiment import ExperimentError, from_dict
+
+    pickle = tmp_path / "model.pkl"
+    pickle.write_bytes(b"\x80\x04\x95\x00")
+    spec = {"name": "m", "datasets": ["vaswani"], "retrievers": ["all-minilm-l6-v2"], "models": {MINILM.id: str(pickle)}}
+    with pytest.raises(ExperimentError, match=r"models: 'sentence-transformers/all-MiniLM-L6-v2' is mapped to .*"
+                                              r"model.pkl, a file \(.pkl\), not a model folder"):
+        from_dict(spec)
+    register_local(MINILM.id, pickle)
+    with pytest.raises(models.ModelMappingError, match=r"a file \(.pkl\), not a model folder"):
+        resolve(MINILM, check_only=True)
+
+
+def test_without_a_mapping_for_its_checkpoints_every_entry_keeps_its_key(tmp_path):
+    """Issue 40 item 5: only a mapped checkpoint changes a key (the golden keys pin the unmapped ones)."""
+    from irgrid.core.retrievers import RETRIEVERS, get
+
+    (tmp_path / "config.json").write_text("{}")
+    for name in RETRIEVERS.names():
+        entry = get(name)
+        assert models.with_mapping(entry, {}) is entry
+        assert models.with_mapping(entry, {"org/unrelated": str(tmp_path)}) is entry

@@ -70,3 +70,9 @@ def test_bad_replay_inputs(tmp_path):
 def test_sample_below_one_is_refused(sample):
     with pytest.raises(replay.ReplayError, match=rf"--sample {sample}: .* whole number >= 1"):
         replay.load("mcq_answers.csv.gz", sample=sample)  # refused before any file is read
+
+
+def test_correlation_needs_three_points_and_spread():
+    assert judges.correlation("pearson", [1, 2], [2, 1])[0] is None  # +-1 by construction with two
+    assert "constant" in judges.correlation("spearman", [1, 1, 1], [1, 2, 3])[1]
+    assert judges.correlation("kendall", [1, 2, 3], [1, 2, 3]) == (1.0, None)

@@ -20,7 +20,28 @@ GOOD = [("1", "d1", 3.0, 0), ("1", "d2", 2.0, 1), ("1", "d3", 2.0, 2), ("2", "d1
 
 def test_a_good_run_passes_and_its_empty_queries_are_returned():
     assert check_run(_run(GOOD), "sys", "ds", TOPICS, depth=3) == ["3"]
-    assert check_run(_run([]), "sys", "ds", TOPICS, depth=3) == ["1", "2", "3"]
+    assert check_run(_run([]), "sys", "ds", None, depth=3) == []  # no topics to say what is missing
+
+
+# -- issue 40 items 7 and 9: what a pipeline of the Python door may return ----------------------------------------
+@pytest.mark.parametrize("res, message", [
+    (_run([]), r"run of 'sys' on 'ds': no result for any of its 3 queries, so there is nothing to evaluate "
+               r"\(the run is not stored\)"),
+    (pd.DataFrame(columns=["qid", "docno", "score"]), "no result for any of its 3 queries"),
+    (_run([("1", "d1", float("nan"), 0), ("1", "d2", 1.0, 1)]),
+     r"1 of 2 result\(s\) have a score that is not a number \(NaN or text\), e\.g\. qid=1 docno=d1 rank=0 score=nan"),
+    (_run([("1", "d1", "bm25", 0)]), r"1 of 1 result\(s\) have a score that is not a number .*score=bm25"),
+    (None, r"the pipeline returned NoneType None, not a result frame; its transform\(\) must return a DataFrame"),
+    ([("1", "d1", 1.0)], r"returned list \[\('1', 'd1', 1\.0\)\], not a result frame"),
+])
+def test_empty_runs_nan_scores_and_non_frames_are_refused(res, message):
+    """Was: an empty run was stored, then pt.Experiment raised; NaN scores were evaluated in arbitrary order."""
+    with pytest.raises(RunCheckError, match=message):
+        check_run(res, "sys", "ds", TOPICS, depth=None)
+
+
+def test_a_run_without_rank_is_valid():
+    assert check_run(_run(GOOD).drop(columns=["rank"]), "sys", "ds", TOPICS, depth=3) == ["3"]
 
 
 BAD = [

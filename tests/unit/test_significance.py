@@ -69,8 +69,8 @@ def test_bootstrap_test_agrees_with_t_on_normal_differences_and_is_seeded():
     assert bootstrap_test(x, y, 1000, seed=1) == bootstrap_test(x, y, 1000, seed=1)
 
 
-def test_paired_test_keeps_pyterrier_names_for_t_and_wilcoxon():
-    assert PairedTest("t").for_pyterrier() == "t" and PairedTest("wilcoxon").for_pyterrier() == "wilcoxon"
+def test_paired_test_is_the_callable_pyterrier_gets_with_scipys_numbers():
+    assert all(PairedTest(n).for_pyterrier() == PairedTest(n) for n in ("t", "wilcoxon"))
     rand = PairedTest("randomization", 2000, 3)
     assert rand.for_pyterrier() is rand and rand.config() == {"name": "randomization", "resamples": 2000, "seed": 3}
     assert "2,000 sign-flip permutations, seed 3" in rand.describe()
@@ -78,6 +78,9 @@ def test_paired_test_keeps_pyterrier_names_for_t_and_wilcoxon():
 
     x, y = _sample(30, 0.05, seed=1)
     assert PairedTest("t")(x, y)[1] == ttest_rel(x, y).pvalue
+    from scipy.stats import wilcoxon
+
+    assert PairedTest("wilcoxon")(x, y)[1] == wilcoxon(x, y).pvalue
     p = [0.01, 0.04, float("nan"), 0.03]
     from statsmodels.stats.multitest import multipletests
 
@@ -139,3 +142,72 @@ def test_latex_escape_is_ascii_for_every_symbol_the_report_prints():
     assert out.isascii()
     for macro in (r"\upuparrows", r"\downdownarrows", r"\blacktriangle", r"\Sigma", r"\tau"):
         assert macro in out
+
+
+# -- issue 40 item 1: tiny samples and identical systems ----------------------------------------------------------
+@pytest.mark.parametrize("name", ["t", "wilcoxon", "randomization", "bootstrap"])
+def test_one_query_is_not_computable_without_warnings(name):
+    """One query: no p-value (was 0.000999 and ▼ under bootstrap, NaN with scipy warnings under t)."""
+    import warnings
+
+    test = PairedTest(name, 1000, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no scipy RuntimeWarning leaks
+        stat, p = test([0.2], [0.6])
+    assert math.isnan(p)
+    assert "not computable: 1 paired query" in test.why_not([0.2], [0.6])
+
+
+@pytest.mark.parametrize("name", ["t", "wilcoxon", "randomization", "bootstrap"])
+@pytest.mark.parametrize("n", [1, 2, 40])
+def test_identical_systems_get_p_one(name, n):
+    import warnings
+
+    x = np.linspace(0.1, 0.9, n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert PairedTest(name, 1000, 0)(x, x.copy())[1] == 1.0
+    assert PairedTest(name).why_not(x, x) is None
+
+
+@pytest.mark.parametrize("name", ["t", "bootstrap"])
+def test_equal_differences_have_no_t_statistic(name):
+    """Two queries each 0.1 better: scipy's t said p = 1.8e-16 (float noise over sd 0); the bootstrap 1/(B+1)."""
+    x, y = np.array([0.5, 0.4]), np.array([0.4, 0.3])
+    assert math.isnan(PairedTest(name, 1000)(x, y)[1])
+    assert "no variance" in PairedTest(name).why_not(x, y)
+    assert PairedTest("randomization", 1000).why_not(x, y) is None  # sign flips need no variance
+
+
+def test_bootstrap_test_function_itself_on_tiny_samples():
+    assert math.isnan(bootstrap_test([0.3], [0.9])[1])
+    assert bootstrap_test([0.3, 0.5], [0.3, 0.5]) == (0.0, 1.0)
+
+
+def test_results_markdown_and_report_comparisons_note_untested_pairs():
+    import pandas as pd
+
+    from irgrid.report.stats import comparisons
+    from irgrid.runner.outputs import markdown_table
+
+    rows = [{"dataset": "d@q1s0", "system": s, "measure": "AP", "value": v, "p_value": None,
+             "p_value_corrected": None, "significant": None, "baseline": "a", "beyond_depth": False, "n": 1,
+             "p_note": None if s == "a" else PairedTest("bootstrap").why_not([v], [0.5])}
+            for s, v in (("a", 0.5), ("b", 0.1))]
+    text = markdown_table(pd.DataFrame(rows))
+    assert "0.1000 ‡" in text and "▼" not in text.split("▲/▼")[0]
+    assert "‡: no p-value against the baseline" in text and "b AP (not computable: 1 paired query" in text
+    # the report's all-pairs: identical systems p = 1, one query not computable with a note
+    perq = pd.DataFrame([{"dataset": "d", "measure": "AP", "system": s, "qid": q, "value": v}
+                         for s, vals in (("a", [0.2, 0.4, 0.6]), ("b", [0.2, 0.4, 0.6]), ("c", [0.1, 0.5, 0.9]))
+                         for q, v in zip("xyz", vals)])
+    res = pd.DataFrame([{"dataset": "d", "system": s, "measure": "AP", "value": 0.4, "p_value": None,
+                         "p_value_corrected": None} for s in "abc"])
+    for name in ("t", "wilcoxon", "bootstrap", "randomization"):
+        comp = comparisons(perq, res, PairedTest(name, 1000), "holm", "a", mode="all-pairs")
+        ab = comp[(comp["system"] == "b") & (comp["against"] == "a")].iloc[0]
+        assert ab["p"] == 1.0 and ab["p_corrected"] == 1.0 and not ab["significant"], name
+    one = perq[perq["qid"] == "x"].assign(value=lambda f: f["value"] + (f["system"] == "c") * 0.3)
+    comp = comparisons(one, res, PairedTest("bootstrap", 1000), "holm", "a", mode="all-pairs")
+    row = comp[comp["system"] == "c"].iloc[0]
+    assert math.isnan(row["p"]) and row["significant"] is None and "not computable" in row["p_note"]

@@ -130,8 +130,8 @@ def cell_id(dataset: Dataset, retriever: GridCell) -> str:
 def spec_hash(spec: ExperimentSpec) -> str:
     """The experiment a grid state belongs to (`--resume` refuses another): its configuration and, where a profile
     gives a cell per-dataset values, that cell's key (edited values are another experiment)."""
-    cells = {f"{d.name} {r.name}": c.key() for d in spec.datasets for r in spec.retrievers
-             if (c := r.for_dataset(d)) is not r}
+    unbound = {r.name: r for r in spec.retrievers}
+    cells = {f"{d.name} {c.name}": c.key() for d, c in spec.cells() if c is not unbound[c.name]}
     return config_hash({**spec.config(), "per_dataset_cells": cells} if cells else spec.config())
 
 
@@ -150,32 +150,28 @@ def build_graph(spec: ExperimentSpec, store: Store, config: ExecutorConfig, out:
     common = {"store_root": str(store.root), "out": str(out or ""), "settings": job_settings,
               "model_map": dict(spec.models)}
 
-    for dataset in spec.datasets:
-        if datasets is not None and dataset.name not in datasets:
+    for dataset, retriever in spec.cells(datasets):
+        cid = cell_id(dataset, retriever)
+        record = {"dataset": dataset.name, "retriever": retriever.name, "job": cid, "run": "", "meta": ""}
+        cells.append(record)
+        try:  # keys read the staged copy: a full cache disk fails here, and then in its cell job, recorded
+            record["run"], record["meta"] = (str(store.run_path(retriever, dataset)),
+                                             str(store.meta_path(retriever, dataset)))
+            cached = store.has_run(retriever, dataset, full=True)
+            index_missing = retriever.index is not None and not store.index_ready(retriever.index, dataset)
+        except (OSError, DatasetError):
+            cached, index_missing = False, False
+        if cached:
+            record["cached"] = True
             continue
-        for retriever in spec.retrievers:
-            retriever = retriever.for_dataset(dataset)  # the profile's per-dataset values: the cell's own key
-            cid = cell_id(dataset, retriever)
-            record = {"dataset": dataset.name, "retriever": retriever.name, "job": cid, "run": "", "meta": ""}
-            cells.append(record)
-            try:  # keys read the staged copy: a full cache disk fails here, and then in its cell job, recorded
-                record["run"], record["meta"] = (str(store.run_path(retriever, dataset)),
-                                                 str(store.meta_path(retriever, dataset)))
-                cached = store.has_run(retriever, dataset, full=True)
-                index_missing = retriever.index is not None and not store.index_ready(retriever.index, dataset)
-            except (OSError, DatasetError):
-                cached, index_missing = False, False
-            if cached:
-                record["cached"] = True
-                continue
-            deps: list[str] = []
-            recipe = retriever.index
-            if recipe is not None and index_missing:
-                deps.append(_index_jobs(jobs, recipe, dataset, store, config, common, sharding))
-            jobs[cid] = Job(cid, CellTask.kind, f"{retriever.name} on {dataset.name}", deps,
-                            CellTask(job_id=cid, dataset=dataset, retriever=retriever,
-                                     latency_sample=spec.latency_sample, **common),
-                            bool(retriever.all_models()), cells=[(dataset.name, retriever.name)])
+        deps: list[str] = []
+        recipe = retriever.index
+        if recipe is not None and index_missing:
+            deps.append(_index_jobs(jobs, recipe, dataset, store, config, common, sharding))
+        jobs[cid] = Job(cid, CellTask.kind, f"{retriever.name} on {dataset.name}", deps,
+                        CellTask(job_id=cid, dataset=dataset, retriever=retriever,
+                                 latency_sample=spec.latency_sample, **common),
+                        bool(retriever.all_models()), cells=[(dataset.name, retriever.name)])
     return list(jobs.values()), cells
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,10 @@ class ModelRef:
     arch: str | None = None
     tiny: tuple[tuple[str, Any], ...] = ()
     stand_in: bool = False
+    # the content identity of the local folder a mapping (`models:`, IRGRID_MODELS, register_local) puts in place
+    # of this checkpoint (irgrid.models.resolver.with_mapping): another model mapped under the same id is another
+    # key. None when no mapping applies: keys as before
+    mapped: str | None = None
 
     def __post_init__(self) -> None:
         if self.stand_in and self.arch is None:
@@ -38,10 +43,36 @@ class ModelRef:
         out: dict[str, Any] = {"id": self.id, "revision": self.revision}
         if self.stand_in:  # tiny weights never share an index or a run with the real checkpoint
             out["tiny"] = {"arch": self.arch, "parts": [list(p) for p in self.tiny]}
+        if self.mapped is not None:
+            out["mapped"] = self.mapped
         return out
 
     def __str__(self) -> str:
         return f"{self.id}@{self.revision}" if self.revision else self.id
+
+
+def map_refs(obj: Any, fn: Callable[[ModelRef], ModelRef]) -> Any:
+    """`obj` (a grid cell: an entry, its index recipe and stage, an expression and its parts) with every
+    ModelRef inside it replaced by `fn(ref)`; the very same object where nothing changed (keys unchanged)."""
+    if isinstance(obj, ModelRef):
+        return fn(obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        changed = {}
+        for f in dataclasses.fields(obj):
+            if not f.init:
+                continue
+            value = getattr(obj, f.name)
+            new = map_refs(value, fn)
+            if new is not value:
+                changed[f.name] = new
+        return dataclasses.replace(obj, **changed) if changed else obj
+    if isinstance(obj, Mapping):
+        new_items = {k: map_refs(v, fn) for k, v in obj.items()}
+        return dict(new_items) if any(new_items[k] is not v for k, v in obj.items()) else obj
+    if isinstance(obj, (list, tuple)) and not hasattr(obj, "_fields"):
+        new_list = [map_refs(v, fn) for v in obj]
+        return type(obj)(new_list) if any(a is not b for a, b in zip(new_list, obj)) else obj
+    return obj
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,8 @@ GRITLM_PY = f"src/models/gritlm.py@{RELEASE}"
 COLBERT_PY = f"src/models/colbert.py@{RELEASE}"
 SPARTA_PY = f"src/models/sparta.py@{RELEASE}"
 LUCENE_PY = f"src/indexing/lucene_indexer.py@{RELEASE}"
+DATA_HANDLER_PY = f"src/data_handler.py@{RELEASE}"
+FAISS_PY = f"src/indexing/faiss_indexer.py@{RELEASE}"
 REQUIREMENTS_OLD = f"requirements/requirements_old.txt@0ed0bf9 (its only stored version; release {RELEASE})"
 # older versions that differ from the release (named in the entries' notes, never followed silently)
 ENCODER_PY_OLD = "src/encoders/dense_encoder.py@2221346"  # INSTRUCTOR's own handler with unified instructions
@@ -59,8 +61,30 @@ GENERIC_DTYPE = "_load_manual_transformer(): fp32 AutoModel; encode(): autocast(
 GENERIC_TITLES = "encode(): documents f'{title} {text}'"
 
 
+# a corpus without titles: DataHandler gives it a title column of pd.NA, None after its parquet round trip
+NO_TITLES = (f"{DATA_HANDLER_PY} _normalize_docs: a corpus without a title field gets title pd.NA (None once read "
+             f"back from parquet), and {RUN_PY} passes it as doc_titles")
+
+
+def release_titles(path: str = ENCODER_PY, where: str = GENERIC_TITLES, keep_empty: bool = True) -> dict[str, Setting]:
+    """How the release writes a document's title where it formats f'{title} {text}': the quirk `none_title` (a
+    title-less corpus gets the literal 'None') and an empty title kept (' text'), unless the line strips it."""
+    out = {"none_title": paper("None", path, f"{where}: title None -> 'None {{text}}' ({NO_TITLES})")}
+    if keep_empty:
+        out["keep_empty_title"] = paper(True, path, f"{where}: an empty title leaves ' {{text}}' (no test for '')")
+    return out
+
+
+def card_titles(keep_empty: bool = True) -> dict[str, Setting]:
+    """The `card` profile's side of `release_titles`: both off."""
+    out = {"none_title": Setting(None, "irgrid (quirk off): a document of a title-less corpus is its text")}
+    if keep_empty:
+        out["keep_empty_title"] = Setting(False, "MTEB retrieval corpus / irgrid: an empty title is left out")
+    return out
+
+
 def generic(**extra: Setting) -> dict[str, Setting]:
     """The settings every model on DenseEncoder's generic transformer path shares, plus its own."""
     return {"query_max_length": paper(512, ENCODER_PY, GENERIC_LENGTH),
             "doc_max_length": paper(512, ENCODER_PY, GENERIC_LENGTH),
-            "dtype": paper("fp16-autocast", ENCODER_PY, GENERIC_DTYPE), **extra}
+            "dtype": paper("fp16-autocast", ENCODER_PY, GENERIC_DTYPE), **release_titles(), **extra}

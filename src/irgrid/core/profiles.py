@@ -55,8 +55,55 @@ Profile = Mapping[str, Setting]
 # Settings of a profile shared by every entry that has the option (an entry's own profile settings win).
 COMMON: dict[str, dict[str, Setting]] = {
     "paper": {"num_results": Setting(1001, "valentinsvelev/retriever-evaluation:src/run.py@4bedb75 run(top_k=1001): 1000 "
-                                           "remain after a self-match is removed")},
+                                           "remain after a self-match is removed"),
+              # the quirk score_dtype, on every entry that scores a dense index exactly (the option's holders)
+              "score_dtype": Setting("fp32", "valentinsvelev/retriever-evaluation:src/indexing/faiss_indexer.py@4bedb75 "
+                                             "FaissIndexer: faiss.IndexFlatIP over float32 copies of the vectors "
+                                             "(_to_float32_numpy), for queries and documents")},
+    "card": {"score_dtype": Setting("fp16", "irgrid default (quirk off): an fp16 matrix on a GPU, half the memory; "
+                                            "a CPU scores in fp32 (faiss)")},
 }
+
+
+@dataclass(frozen=True)
+class Quirk:
+    """A behaviour of the paper's released code that produced its numbers but that no model card describes (a bug
+    or an accident of batching): a named setting of the `paper` profile, on there, off in `card`. Its option enters
+    cache keys only when on (`keyed`), so an entry whose settings leave it off keeps the keys it had before."""
+
+    name: str
+    off: Any  # the value that reproduces nothing (irgrid's own behaviour); the `card` profile's value
+    what: str  # what the release does, in one sentence (shown by `irgrid list --quirks`)
+
+
+QUIRKS: dict[str, Quirk] = {q.name: q for q in (
+    Quirk("none_title", None,
+          "dense documents of a title-less corpus get the literal title the release's f'{title} {text}' writes for "
+          "a missing title ('None'); off: no title"),
+    Quirk("unicoil_tail_batches", None,
+          "uniCOIL's document workers drop each worker's last partial batch (up to workers x (batch - 1) documents "
+          "per corpus are never indexed); the value is {workers, batch_size}; off: every document is indexed"),
+    Quirk("sparta_pad_max", None,
+          "SPARTA takes each term's max over every position of the padded batch, padding included, so a document's "
+          "weights depend on its batch; the value is {workers, batch_size} of the release's batches; off: padding "
+          "masked"),
+    Quirk("score_dtype", "fp16",
+          "dense scores: 'fp32' (the release's faiss IndexFlatIP) or 'fp16' (irgrid's matrix on a GPU; a CPU "
+          "always scores in fp32)"),
+)}
+# Options added after cache keys were pinned that are not quirks: their value here stays out of every key too
+LATE_DEFAULTS: dict[str, Any] = {"keep_empty_title": False, "doc_max_length": None, "st_default_prompt": False}
+
+
+def keyed(options: Mapping[str, Any]) -> dict[str, Any]:
+    """`options` as cache keys see them: a quirk that is off (and a late option at its default) is left out, so
+    adding one to an entry leaves the keys of every configuration that does not use it unchanged."""
+    off = {**{q.name: q.off for q in QUIRKS.values()}, **LATE_DEFAULTS}
+    return {k: v for k, v in options.items() if not (k in off and _same(v, off[k]))}
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
 
 
 def for_entry(profile: str, own: Profile, options: Mapping[str, Any]) -> dict[str, Setting]:

@@ -9,6 +9,7 @@ PyTerrier transformer). The engine never branches on a retriever: everything tha
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from irgrid.core.enums import NameEnum
 from irgrid.core.gridcell import check_cell_name
 from irgrid.core.modelref import ModelRef, Resolved
-from irgrid.core.profiles import ProfileError, Setting, check_name, dataset_values, for_entry
+from irgrid.core.profiles import ProfileError, Setting, check_name, dataset_values, for_entry, keyed
 from irgrid.core.profiles import matches as profile_matches
 from irgrid.core.profiles import values as profile_values
 from irgrid.util.errors import Error
@@ -64,6 +65,9 @@ class BuildContext:
     # the same documents with title and text kept apart ({'docno', 'title', 'text'}), for builders whose entry
     # declares other document fields than the flat join (irgrid.data.doc_fields); None where not available
     fielded: Callable[[], Iterator[dict[str, str]]] | None = None
+    # the cache the artifact is built in (irgrid.store.Store), for stages that keep their work as they go (docT5query's
+    # generations area: a killed stage resumes); None outside the grid's builders
+    store: Any = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,7 +83,7 @@ class DocStage:
     version: int = 1
 
     def config(self) -> dict[str, Any]:
-        return {"name": self.name, "make": canonical(self.make), "params": canonical(dict(self.params)),
+        return {"name": self.name, "make": canonical(self.make), "params": canonical(keyed(self.params)),
                 "models": {k: v.config() for k, v in self.models.items()}, "version": self.version}
 
     def key(self) -> str:
@@ -113,7 +117,7 @@ class IndexRecipe:
         out = {
             "name": self.name,
             "build": canonical(self.build),
-            "params": canonical(dict(self.params)),
+            "params": canonical(keyed(self.params)),
             "models": {k: v.config() for k, v in self.models.items()},
             "version": self.version,
         }
@@ -208,7 +212,7 @@ class Retriever:
             "query": canonical(self.query),
             "index": self.index.config() if self.index else None,
             "models": {k: v.config() for k, v in self.models.items()},
-            "options": canonical(self.keyed_options()),
+            "options": canonical(keyed(self.keyed_options())),
             "version": self.version,
         }
 
@@ -379,6 +383,8 @@ OPTION_TYPES: dict[str, tuple[type, float | None, float | None]] = {
     "k1": (float, 0.0, None), "b": (float, 0.0, 1.0), "num_results": (int, 1, None), "mu": (float, 0.0, None),
     "c": (float, 0.0, None), "batch_size": (int, 1, None), "max_length": (int, 1, None), "top_k": (int, 1, None),
 }
+# an error's example value per option (BM25's and QLD's usual settings)
+OPTION_EXAMPLES: dict[str, Any] = {"k1": 0.9, "b": 0.4, "mu": 1000.0, "c": 1.0}
 # options whose None is a value, not a missing one (what None means)
 OPTION_NULLABLE: dict[str, str] = {"top_k": "no pruning"}
 
@@ -401,6 +407,13 @@ def check_options(entry: Retriever) -> str | None:
     any cell runs instead of failing inside a library at run time."""
     declared = {**OPTION_TYPES, **dict(getattr(entry, "option_types", None) or {})}
     for name, value in entry.options.items():
+        odd = _non_finite(value)
+        if odd is not None:  # NaN compares false with every bound, so the range check alone let it through
+            kind = declared.get(name, (float, None, None))
+            example = OPTION_EXAMPLES.get(name, 10 if kind[0] is int else 1.0)
+            return (f"option {name}: {odd} is not a finite number (YAML's .nan / .inf, or float('nan') / "
+                    f"float('inf') in Python); give a {'whole number' if kind[0] is int else 'number'} such as "
+                    f"{example}")
         if name not in declared or (value is None and name in OPTION_NULLABLE):
             continue
         kind, low, high = declared[name]
@@ -411,6 +424,20 @@ def check_options(entry: Retriever) -> str | None:
         if (low is not None and value < low) or (high is not None and value > high):
             bounds = f"[{low if low is not None else '-inf'}, {high if high is not None else 'inf'}]"
             return f"option {name}: {value!r} is outside {bounds}"
+    return None
+
+
+def _non_finite(value: Any) -> float | None:
+    """The first NaN or infinity in an option value (a number, or one inside a list or mapping), else None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else value
+    if isinstance(value, Mapping):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            odd = _non_finite(v)
+            if odd is not None:
+                return odd
     return None
 
 

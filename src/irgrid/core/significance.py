@@ -32,6 +32,7 @@ COMPARISONS = ("baseline", "all-pairs")
 BOOTSTRAP_B = 1000  # resamples of the bootstrap of a mean (report SEs and CIs, QA CIs)
 BOOTSTRAP_SEED = 0
 _BATCH_VALUES = 1 << 22  # resamples x queries held at once (32 MiB of float64)
+MIN_QUERIES = 2  # a paired test on fewer paired queries has no p-value (not computable, with a note)
 
 
 def _paired(x: Sequence[float], y: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
@@ -85,8 +86,10 @@ def bootstrap_test(x: Sequence[float], y: Sequence[float], resamples: int = DEFA
     a, b = _paired(x, y)
     d = a - b
     n = len(d)
-    if n < 2 or np.all(d == d[0]):
-        return (0.0, 1.0) if n == 0 or d[0] == 0 else (math.copysign(math.inf, float(d[0])), 1.0 / (resamples + 1))
+    if n == 0 or np.all(d == 0):
+        return 0.0, 1.0
+    if n < MIN_QUERIES or _constant(d):  # one query, or no spread: every resample is the observed one
+        return math.nan, math.nan
     observed = _t(d[None, :])[0]
     z = d - d.mean()
     rng = np.random.default_rng(seed)
@@ -97,6 +100,27 @@ def bootstrap_test(x: Sequence[float], y: Sequence[float], resamples: int = DEFA
         hits += int((np.abs(_t(sample)) >= abs(observed) * (1 - 1e-12)).sum())
         done += k
     return float(observed), (hits + 1) / (resamples + 1)
+
+
+def _constant(d: np.ndarray) -> bool:
+    """Every difference the same (up to float rounding): no spread, so no t statistic (sd 0)."""
+    return bool(np.ptp(d) <= 1e-12 * max(1.0, float(np.abs(d).max())))
+
+
+def not_computable(name: str, x: Sequence[float], y: Sequence[float]) -> str | None:
+    """Why the paired test `name` has no p-value on these samples (None: it has one). Identical samples always
+    have one (p = 1: no difference is no evidence of one); otherwise every test needs `MIN_QUERIES` paired
+    queries, and t and bootstrap (studentised) need differences that are not all equal."""
+    a, b = _paired(x, y)
+    d = a - b
+    if len(d) and np.all(d == 0):
+        return None
+    if len(d) < MIN_QUERIES:
+        return (f"not computable: {len(d)} paired quer{'y' if len(d) == 1 else 'ies'}, a paired test needs at least "
+                f"{MIN_QUERIES}")
+    if name in ("t", "bootstrap") and _constant(d):
+        return "not computable: every query differs by the same amount (no variance for a t statistic)"
+    return None
 
 
 def _t(samples: np.ndarray) -> np.ndarray:
@@ -126,23 +150,32 @@ class PairedTest:
         return self.name in ("randomization", "bootstrap")
 
     def __call__(self, x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
-        """(statistic, p) of x against y: the signature `pt.Experiment(test=...)` calls."""
+        """(statistic, p) of x against y: the signature `pt.Experiment(test=...)` calls. Identical samples give
+        p = 1; samples the test cannot use (`not_computable`) give NaN, never a p from a degenerate statistic
+        (scipy's t on one query warns and returns NaN; the bootstrap's would be 1 / (B + 1))."""
+        a, b = _paired(x, y)
+        if len(a) and np.all(a == b):
+            return 0.0, 1.0
+        if self.why_not(a, b):
+            return math.nan, math.nan
         if self.name == "randomization":
-            return randomization_test(x, y, self.resamples, self.seed)
+            return randomization_test(a, b, self.resamples, self.seed)
         if self.name == "bootstrap":
-            return bootstrap_test(x, y, self.resamples, self.seed)
+            return bootstrap_test(a, b, self.resamples, self.seed)
         from scipy import stats
 
-        a, b = _paired(x, y)
-        if self.name == "t":
-            res = stats.ttest_rel(a, b)
-        else:
-            res = stats.wilcoxon(a, b)
+        res = stats.ttest_rel(a, b) if self.name == "t" else stats.wilcoxon(a, b)
         return float(res.statistic), float(res.pvalue)
 
-    def for_pyterrier(self) -> str | PairedTest:
-        """t and wilcoxon by PyTerrier's own names (its numbers unchanged); the resampling tests as callables."""
-        return self if self.resampling else self.name
+    def why_not(self, x: Sequence[float], y: Sequence[float]) -> str | None:
+        """The note for a comparison without a p-value (`not_computable`), None when it has one."""
+        return not_computable(self.name, x, y)
+
+    def for_pyterrier(self) -> PairedTest:
+        """The test as the callable `pt.Experiment(test=...)` takes, for every test: t and wilcoxon are scipy's
+        ttest_rel and wilcoxon as PyTerrier's own names would call them (the same numbers), with p = 1 for
+        identical systems and NaN where the sample is too small (PyTerrier's names give NaN and scipy warnings)."""
+        return self
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, **({"resamples": self.resamples, "seed": self.seed} if self.resampling else {})}

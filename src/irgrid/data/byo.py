@@ -91,8 +91,13 @@ def _validate(paths: dict[str, Path], docs_format: str, topics_format: str, hash
                 raise InputError(f"{paths['topics']}: no topics found (expected <top><num>...<title>...)")
         qrels = formats.read_trec_qrels(paths["qrels"])
         docnos = None
+        empty: list[str] = []
         if paths["docs"].stat().st_size <= SCAN_DOCS_BYTES:
-            docnos = {d.doc_id for d in formats.VerifiedDocs(paths["docs"], docs_format, hashes["docs"]).docs_iter()}
+            docnos = set()
+            for d in formats.VerifiedDocs(paths["docs"], docs_format, hashes["docs"]).docs_iter():
+                docnos.add(d.doc_id)
+                if not any(str(v).strip() for k, v in d._asdict().items() if k != "doc_id" and isinstance(v, str)):
+                    empty.append(d.doc_id)
     except (InputError, ValueError) as e:
         raise CollectionError(f"{where}: {e}") from None
     judged = {q for q, _, _ in qrels}
@@ -110,6 +115,10 @@ def _validate(paths: dict[str, Path], docs_format: str, topics_format: str, hash
                 f"Renumber one file to match the other, or set `allow_unjudged_qrels: true` on the collection if "
                 f"the extra judgements are intended (they are ignored)")
         log.warning("%s: %s; ignored (allow_unjudged_qrels: true)", where, what)
+    if empty:
+        log.warning("%s: %d of %d documents in %s have no text (e.g. %s): they are indexed empty, no query retrieves "
+                    "them, and document expansion (doct5query) leaves them empty", where, len(empty), len(docnos or ()),
+                    paths["docs"].name, _examples(set(empty)))
     if docnos is not None:
         relevant = {d for _, d, label in qrels if label > 0}
         if relevant and not relevant & docnos:

@@ -128,6 +128,14 @@ class Dataset:
         """The same dataset on `n` queries drawn with `seed` (same corpus, so indexes are shared)."""
         import dataclasses
 
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1 or isinstance(seed, bool) or not isinstance(seed, int) \
+                or seed < 0:
+            from irgrid.data.errors import InputError
+
+            raise InputError(f"{self.name}@q{n}s{seed}: a query sample needs a whole number of queries >= 1 and a "
+                             f"seed >= 0 (e.g. {self.name}@q20s{seed if isinstance(seed, int) and seed >= 0 else 0}"
+                             f"); give the name alone for all of its queries")
+
         return dataclasses.replace(self, name=f"{self.name}@q{n}s{seed}", irds_name=self.irds_id,
                                    sample=(n, seed), counts=Counts())
 
@@ -659,7 +667,7 @@ def is_download_failure(e: BaseException) -> bool:
     if isinstance(e, RuntimeError):
         return bool(e.args) and e.args[0] == "All download sources failed"
     return isinstance(e, OSError) and not isinstance(e, (FileNotFoundError, PermissionError)) \
-        and e.errno != errno.ENOSPC
+        and e.errno not in (errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT)  # local, not network
 
 
 def irds_load(ds: Dataset | str) -> Any:

@@ -75,6 +75,15 @@ def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
                     raise InputError(f"{path}, line {n}: not valid JSON ({e.msg})") from None
 
 
+FIELD_LIMIT = 2**31 - 1  # csv's default is 131,072 characters: a 5 MB document read as JSONL was refused as TSV
+
+
+def _allow_long_fields() -> None:
+    """Lets csv read a TSV field as long as JSON lines would (csv's limit is process-wide; only ever raised)."""
+    if csv.field_size_limit() < FIELD_LIMIT:
+        csv.field_size_limit(FIELD_LIMIT)
+
+
 class LocalDocs(BaseDocs):
     """Documents from a local JSONL or TSV file.
 
@@ -99,6 +108,7 @@ class LocalDocs(BaseDocs):
                     raise InputError(f"{path}, record {n}: needs an id ('_id', 'doc_id' or 'docno') and 'text'")
                 yield TitleTextDoc(str(doc_id), str(rec.get("title") or ""), str(rec["text"]))
         else:
+            _allow_long_fields()
             with _open_text(path) as f:
                 for n, row in enumerate(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE), start=1):
                     if not row:
@@ -331,12 +341,13 @@ class VerifiedDocs(LocalDocs):
         path = self._file()
         _unchanged(path, self._expected, "docs")
         seen: set[str] = set()
-        n = 0
+        n, texts = 0, 0
         try:
             for n, doc in enumerate(super().docs_iter(), start=1):
                 if doc.doc_id in seen:
                     raise InputError(f"{path}, record {n}: document id {doc.doc_id!r} appears twice (ids must be unique)")
                 seen.add(doc.doc_id)
+                texts += bool(doc.title.strip() or doc.text.strip())
                 yield doc
         except UnicodeDecodeError as e:
             raise InputError(f"{path}, after record {n}: not UTF-8 ({e.reason}); save the file as UTF-8") from None
@@ -344,6 +355,10 @@ class VerifiedDocs(LocalDocs):
             raise InputError(f"{path}, after record {n}: {e}") from None
         if not n:
             raise InputError(f"{path}: the docs file is empty (no documents)")
+        if not texts:  # found when the corpus is counted, before any builder (PISA aborted on an all-empty corpus)
+            raise InputError(f"{path}: all {n} documents are empty (no title or text in any of them), so there is "
+                             f"nothing to index; give each document its text ('id<TAB>text' or "
+                             f"'id<TAB>title<TAB>text' lines, or a 'text' field in JSON lines)")
         _unchanged(path, self._expected, "docs")
 
 

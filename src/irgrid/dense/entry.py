@@ -75,7 +75,8 @@ def dense_query(index: Any, ctx: QueryContext) -> Any:
     spec = query_spec(ctx)
     engine = engine_for(spec, "q", ctx.models["query"], ctx.device, int(ctx.options["batch_size"]))
     return make_query_encoder(engine) >> ExactRetriever(index, num_results=int(ctx.options["num_results"]),
-                                                        device=ctx.device)
+                                                        device=ctx.device,
+                                                        score_dtype=str(ctx.options.get("score_dtype", "fp16")))
 
 
 def by_size(rule: Any, n_docs: int, what: str) -> int:
@@ -127,7 +128,9 @@ def _entry(spec: EncoderSpec, kw: dict[str, Any]) -> Retriever:
     profiled = sorted({k for settings in spec.profiles.values() for k in settings})
     shown = {k: getattr(spec, k) for k in profiled if k in SPEC_OPTIONS}  # visible, settable values
     shown.update({k: index_params[k] for k in profiled if k in index_params})
-    opts = {"batch_size": batch_size, "num_results": 1000, **shown, **(kw["options"] or {})}
+    # score_dtype: a quirk (irgrid.core.profiles.QUIRKS), out of the key at its default 'fp16'
+    scoring = {} if late else {"score_dtype": "fp16"}
+    opts = {"batch_size": batch_size, "num_results": 1000, **scoring, **shown, **(kw["options"] or {})}
     fixed = (*SPEC_OPTIONS, *index_params)
 
     def derive(options: Mapping[str, Any]) -> Retriever:

@@ -28,6 +28,62 @@ if TYPE_CHECKING:
 log = logging.getLogger("irgrid")
 
 
+def st_default_prompt(folder: Path | None) -> str:
+    """The prompt SentenceTransformer.encode() applies when the caller names none: the checkpoint's
+    config_sentence_transformers.json `prompts[default_prompt_name]`; '' when it names no default."""
+    import json
+
+    if folder is None:
+        from irgrid.models.resolver import ModelUnavailableError
+
+        raise ModelUnavailableError("st_default_prompt reads the checkpoint's config_sentence_transformers.json from "
+                                    "a local folder; stage the checkpoint (IRGRID_MODELS / models:)")
+    path = folder / "config_sentence_transformers.json"
+    if not path.exists():
+        return ""
+    config = json.loads(path.read_text())
+    name = config.get("default_prompt_name")
+    if not name:
+        return ""
+    prompts = config.get("prompts") or {}
+    if name not in prompts:
+        raise CheckpointMismatchError(f"{path}: default_prompt_name {name!r} is not one of its prompts {sorted(prompts)}")
+    return str(prompts[name])
+
+
+def with_st_default_prompt(spec: EncoderSpec, folder: Path | None) -> EncoderSpec:
+    """`spec` with the checkpoint's sentence-transformers default prompt before both templates (if it has one)."""
+    import dataclasses
+
+    prompt = st_default_prompt(folder)
+    if not prompt:
+        return spec
+    log.info("%s: the checkpoint's default prompt %r precedes both sides (st_default_prompt)", spec.name, prompt)
+    return dataclasses.replace(spec, query_template=prompt + spec.query_template, doc_template=prompt + spec.doc_template)
+
+
+def task_adapter_id(model: Any, task: str, what: str) -> int:
+    """The index of a task adapter in the checkpoint's `config.lora_adaptations`, which its forward takes per row as
+    `adapter_mask` (jinaai/jina-embeddings-v3's remote code: XLMRobertaLoRA.encode(task=...) builds exactly this
+    mask). A checkpoint without that mechanism is an error, never an encoding without the adapter."""
+    import inspect
+
+    names = getattr(model.config, "lora_adaptations", None)
+    if not names:
+        raise CheckpointMismatchError(
+            f"{what}: the entry selects the task adapter {task!r}, but the checkpoint declares no task adapters "
+            f"(config.lora_adaptations) — loaded as {type(model).__name__}. Load it with its own remote code "
+            f"(trust_remote_code; for jinaai/jina-embeddings-v3 also stage jinaai/xlm-roberta-flash-implementation, "
+            f"which its config's auto_map names); `irgrid doctor` lists what each checkpoint needs")
+    if task not in names:
+        raise CheckpointMismatchError(f"{what}: no task adapter {task!r} in config.lora_adaptations {list(names)}")
+    params = inspect.signature(model.forward).parameters
+    if "adapter_mask" not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        raise CheckpointMismatchError(f"{what}: {type(model).__name__}.forward takes no adapter_mask, so the task "
+                                      f"adapter {task!r} cannot be selected")
+    return list(names).index(task)
+
+
 class SideModel:
     """Tokenizer + transformer + head for one side of a spec, on one device."""
 
@@ -35,9 +91,11 @@ class SideModel:
         import torch
         import transformers as tf
 
+        folder = Path(resolved.location) if resolved.source != "hub" else None
+        if spec.st_default_prompt:
+            spec = with_st_default_prompt(spec, folder)
         self.spec, self.side, self.resolved = spec, side, resolved
         self.device = device
-        folder = Path(resolved.location) if resolved.source != "hub" else None
         cuda = device.startswith("cuda")
         self.dtype_name = spec.dtype if cuda else "fp32"
         dtype = dtype_of(self.dtype_name)
@@ -58,12 +116,11 @@ class SideModel:
         self.dense = loaded.dense if loaded.dense is not None else (st_dense_layers(folder) if folder else [])
         if spec.bidirectional:
             make_bidirectional(model)
-        if spec.adapters is not None and resolved.source != "tiny":
-            adapter = spec.adapters[0 if side == "q" else 1]
-            if not hasattr(model, "set_adapter"):
-                raise CheckpointMismatchError(f"{spec.name}: checkpoint {resolved.ref} has no task adapters "
-                                              f"({adapter!r})")
-            model.set_adapter(adapter)
+        # task LoRA adapters chosen per row, as the checkpoint's own encode(task=...) does (Jina v3's remote
+        # XLMRobertaLoRA: adapter_mask = the task's index in config.lora_adaptations). Tiny stand-ins carry no
+        # adapters: they check wiring only (irgrid.models.tiny)
+        self.adapter_id = (task_adapter_id(model, spec.adapters[0 if side == "q" else 1], what)
+                           if spec.adapters is not None and resolved.source != "tiny" else None)
         self.model = model.eval()
         if not getattr(model, "hf_device_map", None):
             self.model.to(device)
@@ -152,6 +209,8 @@ class SideModel:
         if str(target).startswith("cuda"):
             ids, mask = ids.pin_memory().to(target, non_blocking=True), mask.pin_memory().to(target, non_blocking=True)
         inputs = {"input_ids": ids, "attention_mask": mask}
+        if self.adapter_id is not None:
+            inputs["adapter_mask"] = torch.full((len(batch),), self.adapter_id, dtype=torch.int32, device=ids.device)
         autocast = (torch.autocast("cuda", dtype=torch.float16) if self.dtype_name == "fp16-autocast"
                     else contextlib.nullcontext())
         with autocast:

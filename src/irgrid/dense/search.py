@@ -26,6 +26,7 @@ from irgrid.data.errors import InputError
 
 log = logging.getLogger("irgrid")
 BLOCK = 1 << 17  # documents per scoring block on CPU (the paper's 2^17)
+SCORE_DTYPES = {"fp16": 2, "fp32": 4}  # GPU scoring precision -> bytes per vector component
 
 
 def _merge_topk(scores: np.ndarray, ids: np.ndarray, new_scores: np.ndarray, new_ids: np.ndarray,
@@ -39,9 +40,16 @@ def _merge_topk(scores: np.ndarray, ids: np.ndarray, new_scores: np.ndarray, new
 
 
 class ExactRetriever(pt.Transformer):
-    """Exact inner-product top-k over a FlexIndex: GPU matmul when the vectors fit, faiss-cpu flat otherwise."""
+    """Exact inner-product top-k over a FlexIndex: GPU matmul when the vectors fit, faiss-cpu flat otherwise.
 
-    def __init__(self, flex: Any, num_results: int = 1000, query_batch_size: int = 1024, device: str | None = None):
+    `score_dtype`: the GPU matrix's precision, 'fp16' (half the memory, irgrid's default) or 'fp32' (the scores of
+    the paper's faiss IndexFlatIP; the quirk `score_dtype`). The CPU path always scores in fp32."""
+
+    def __init__(self, flex: Any, num_results: int = 1000, query_batch_size: int = 1024, device: str | None = None,
+                 score_dtype: str = "fp16"):
+        if score_dtype not in SCORE_DTYPES:
+            raise InputError(f"score_dtype must be one of {', '.join(SCORE_DTYPES)}, got {score_dtype!r}")
+        self.score_dtype = score_dtype
         self.flex = flex
         self.num_results = num_results
         self.query_batch_size = query_batch_size
@@ -58,11 +66,11 @@ class ExactRetriever(pt.Transformer):
         want = pick_device(device)
         if want.startswith("cuda") and torch.cuda.is_available():
             free, _ = torch.cuda.mem_get_info(torch.device(want))
-            need = self.n * self.dim * 2  # fp16 matrix
+            need = self.n * self.dim * SCORE_DTYPES[self.score_dtype]
             if need < 0.6 * free:
                 return "torch-gpu", want
-            log.info("vectors (%.1f GiB fp16) do not fit the GPU (%.1f GiB free): faiss-cpu flat",
-                     need / 2**30, free / 2**30)
+            log.info("vectors (%.1f GiB %s) do not fit the GPU (%.1f GiB free): faiss-cpu flat",
+                     need / 2**30, self.score_dtype, free / 2**30)
         return "faiss-cpu-flat", "cpu"
 
     def search(self, queries: np.ndarray, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -80,13 +88,14 @@ class ExactRetriever(pt.Transformer):
     def _search_gpu(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         import torch
 
+        dtype = torch.float16 if self.score_dtype == "fp16" else torch.float32
         if self._gpu_matrix is None:
-            mat = torch.empty((self.n, self.dim), dtype=torch.float16, device=self.device)
+            mat = torch.empty((self.n, self.dim), dtype=dtype, device=self.device)
             for start in range(0, self.n, BLOCK):
-                block = torch.from_numpy(np.ascontiguousarray(self.vecs[start:start + BLOCK]))
-                mat[start:start + BLOCK] = block.to(self.device, non_blocking=True).half()
+                block = torch.from_numpy(np.ascontiguousarray(self.vecs[start:start + BLOCK], dtype=np.float32))
+                mat[start:start + BLOCK] = block.to(self.device, non_blocking=True).to(dtype)
             self._gpu_matrix = mat
-        q = torch.from_numpy(queries).to(self.device).half()
+        q = torch.from_numpy(queries).to(self.device).to(dtype)
         scores, ids = torch.topk(q @ self._gpu_matrix.T, k, dim=1)
         return scores.float().cpu().numpy(), ids.cpu().numpy()
 
@@ -123,7 +132,7 @@ class ExactRetriever(pt.Transformer):
         return pd.concat(frames, ignore_index=True)
 
     def __repr__(self) -> str:
-        return f"ExactRetriever({self.backend}, num_results={self.num_results})"
+        return f"ExactRetriever({self.backend}, num_results={self.num_results}, score_dtype={self.score_dtype})"
 
 
 # -------------------------------------------------------------------------------------------------------------

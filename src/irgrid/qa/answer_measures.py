@@ -244,7 +244,8 @@ def paired_p(a: Sequence[float], b: Sequence[float], test: str, binary: bool) ->
     diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     if np.allclose(diff, 0):
         return 1.0
-    return significance.PairedTest(test)(a, b)[1]
+    p = significance.PairedTest(test)(a, b)[1]
+    return None if np.isnan(p) else p  # not computable (e.g. every item differs by the same amount)
 
 
 def summarize(df: pd.DataFrame, value: str, by: list[str], samples: int, seed: int) -> pd.DataFrame:

@@ -244,28 +244,56 @@ def coverage_pct(scores: Sequence[np.ndarray], threshold: float) -> np.ndarray:
 
 
 # -- agreement ----------------------------------------------------------------------------------------------------
+MIN_CORRELATION = 3  # points a correlation needs: with 2 it is +-1 by construction, with 1 undefined
+
+
+def correlation(kind: str, x: Any, y: Any, what: str = "points") -> tuple[float | None, str | None]:
+    """(value, None), or (None, why it is not computable): fewer than `MIN_CORRELATION` pairs, or a constant
+    side (scipy raises on fewer than 2 and warns and returns NaN on a constant input)."""
+    from scipy import stats
+
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(a) < MIN_CORRELATION:
+        return None, f"not computable: {len(a)} {what}, a correlation needs at least {MIN_CORRELATION}"
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        return None, f"not computable: one side is constant over the {len(a)} {what}"
+    f = {"pearson": stats.pearsonr, "spearman": stats.spearmanr, "kendall": stats.kendalltau}[kind]
+    return float(f(a, b).statistic), None
+
+
+def _with_correlations(out: dict[str, Any], pairs: dict[str, tuple[str, Any, Any, str]]) -> dict[str, Any]:
+    """Adds each named correlation to `out`: its value, or None with the reason under `not_computable`."""
+    for key, (kind, x, y, what) in pairs.items():
+        value, why = correlation(kind, x, y, what)
+        out[key] = value
+        if why:
+            out.setdefault("not_computable", {})[key] = why
+    return out
+
+
 def agreement(frame: pd.DataFrame, pred: str = "coverage", labels: str = "label_coverage",
-              label_cells: pd.Series | None = None) -> dict[str, float]:
-    """Per answer Spearman / Pearson / MAE, and reader x setting Kendall tau-b / Pearson / MAE of the means.
+              label_cells: pd.Series | None = None) -> dict[str, Any]:
+    """Per answer Spearman / Pearson / MAE, and reader x setting Kendall tau-b / Pearson / MAE of the means; a
+    correlation on too few answers or cells is None, with the reason under `not_computable`.
 
     `label_cells` (indexed by model, setting) replaces the label cell means, e.g. the full file's means when
     `frame` holds a sample of the questions (the released per-answer labels are not aligned with the answers,
     so a sample's own label mean is a random subset of its cell's labels, not these questions' labels)."""
-    from scipy import stats
-
     df = frame[[c for c in ("model", "setting", pred, labels) if c in frame]].dropna(subset=[pred, labels])
     p, h = df[pred].to_numpy(float), df[labels].to_numpy(float)
-    out = {"n_answers": int(len(df)), "mean_pred": float(p.mean()), "mean_labels": float(h.mean()),
-           "answer_spearman": float(stats.spearmanr(p, h).statistic),
-           "answer_pearson": float(stats.pearsonr(p, h).statistic), "answer_mae": float(np.abs(p - h).mean())}
+    out: dict[str, Any] = {"n_answers": int(len(df)), "mean_pred": float(p.mean()), "mean_labels": float(h.mean())}
+    _with_correlations(out, {"answer_spearman": ("spearman", p, h, "answers"),
+                             "answer_pearson": ("pearson", p, h, "answers")})
+    out["answer_mae"] = float(np.abs(p - h).mean())
     if {"model", "setting"} <= set(df.columns):
         cells = df.groupby(["model", "setting"])[[pred, labels]].mean()
         if label_cells is not None:
             cells[labels] = label_cells.reindex(cells.index).to_numpy(float)
-        out.update({"n_cells": int(len(cells)),
-                    "cell_kendall_tau": float(stats.kendalltau(cells[pred], cells[labels]).statistic),
-                    "cell_pearson": float(stats.pearsonr(cells[pred], cells[labels]).statistic),
-                    "cell_mae": float((cells[pred] - cells[labels]).abs().mean())})
+        out["n_cells"] = int(len(cells))
+        what = "reader x setting cell" + ("" if len(cells) == 1 else "s")
+        _with_correlations(out, {"cell_kendall_tau": ("kendall", cells[pred], cells[labels], what),
+                                 "cell_pearson": ("pearson", cells[pred], cells[labels], what)})
+        out["cell_mae"] = float((cells[pred] - cells[labels]).abs().mean())
     return out
 
 
@@ -273,14 +301,14 @@ def setting_baseline(cells: pd.DataFrame, labels: str = "label_coverage") -> dic
     """The reference any judge must beat at the cell level: each reader x setting cell (rows of `cells`, columns
     model, setting, `labels` = the cell's mean label) predicted by the mean label of its setting over the OTHER
     readers. Returns Kendall tau-b, Pearson and MAE (points) of those predictions."""
-    from scipy import stats
-
     pred = np.array([cells.loc[(cells["setting"] == r.setting) & (cells["model"] != r.model), labels].mean()
                      for r in cells.itertuples()])
     truth = cells[labels].to_numpy(float)
-    return {"n_cells": int(len(cells)), "cell_kendall_tau": float(stats.kendalltau(pred, truth).statistic),
-            "cell_pearson": float(stats.pearsonr(pred, truth).statistic),
-            "cell_mae": float(np.abs(pred - truth).mean())}
+    out: dict[str, Any] = {"n_cells": int(len(cells))}
+    _with_correlations(out, {"cell_kendall_tau": ("kendall", pred, truth, "reader x setting cells"),
+                             "cell_pearson": ("pearson", pred, truth, "reader x setting cells")})
+    out["cell_mae"] = float(np.abs(pred - truth).mean())
+    return out
 
 
 def cell_means(frame: pd.DataFrame, labels: str = "label_coverage",
@@ -304,7 +332,6 @@ def label_alignment(values: np.ndarray, n_kp: np.ndarray, model: np.ndarray, set
     shuffling labels within each reader x setting file (what misattached labels give), and the share of all
     labels that some one-to-one assignment to the file's own items makes consistent (1.0 when a file's labels
     are valid coverages of its items, only written to the wrong rows)."""
-    from scipy import stats
     from scipy.optimize import linear_sum_assignment
 
     def share(v: np.ndarray) -> float:
@@ -327,11 +354,12 @@ def label_alignment(values: np.ndarray, n_kp: np.ndarray, model: np.ndarray, set
     # what per-answer agreement the between-file differences alone give: every answer predicted by its file's
     # mean label (no judge can add within-file signal to labels that are not attached to their answers)
     file_mean = pd.Series(values).groupby(cells).transform("mean").to_numpy()
-    return {"labels_consistent_with_keypoint_count": share(values),
-            "labels_consistent_if_shuffled_within_file": float(np.mean(shuffled)),
-            "labels_consistent_after_best_reassignment_within_file": float(matched / len(values)),
-            "answer_spearman_of_file_means": float(stats.spearmanr(file_mean, values).statistic),
-            "answer_pearson_of_file_means": float(stats.pearsonr(file_mean, values).statistic)}
+    out: dict[str, Any] = {"labels_consistent_with_keypoint_count": share(values),
+                           "labels_consistent_if_shuffled_within_file": float(np.mean(shuffled)),
+                           "labels_consistent_after_best_reassignment_within_file": float(matched / len(values))}
+    # one file: every answer's file mean is the same, so these are not computable (None, with the reason)
+    return _with_correlations(out, {"answer_spearman_of_file_means": ("spearman", file_mean, values, "answers"),
+                                    "answer_pearson_of_file_means": ("pearson", file_mean, values, "answers")})
 
 
 OBJECTIVES = ("answer_pearson", "answer_spearman", "answer_mae", "cell_kendall_tau", "cell_pearson", "cell_mae")

@@ -38,6 +38,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,7 @@ def load(path: str | Path, models: list[str] | None = None, sample: int | None =
     else:
         raise ReplayError(f"{path}: columns {sorted(cols)} match no replay format; multiple choice needs "
                           f"{sorted(MCQ_COLUMNS)}, open-ended {sorted(OE_COLUMNS)}")
+    _check_types(df, path)
     _check_answers(df, task, path)
     bad = sorted(set(df["setting"].astype(str)) - set(SETTINGS))
     if bad:
@@ -136,6 +138,54 @@ def load(path: str | Path, models: list[str] | None = None, sample: int | None =
         keep = set(rng.choice(qids, size=min(sample, len(qids)), replace=False))
         df = df[df["qid"].isin(keep)].reset_index(drop=True)
     return df
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _text(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def _whole(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) or (
+        isinstance(v, (float, np.floating)) and float(v).is_integer())
+
+
+def _percent(v: Any) -> bool:
+    return _missing(v) or (isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+                           and 0 <= float(v) <= 100)
+
+
+def _texts(v: Any) -> bool:
+    return isinstance(v, (list, tuple, np.ndarray)) and all(isinstance(x, str) for x in v)
+
+
+# field -> (accepts, what it must be); fields a file does not have are not checked (load names missing columns)
+FIELD_TYPES: dict[str, tuple[Any, str]] = {
+    "model": (_text, "text (the reader's name)"),
+    "setting": (_text, "text (base, golden or mix)"),
+    "item": (_whole, "a whole number (the item's index in the reader's file)"),
+    "question": (_text, "text (the benchmark question)"),
+    "model_answer": (lambda v: _missing(v) or _text(v), "text (the reader's answer) or empty"),
+    "correct_answer": (lambda v: _missing(v) or _text(v), "text (the gold letter)"),
+    "answer_coverage": (_percent, "a coverage in % (a number from 0 to 100) or empty"),
+    "golden_keypoint": (_texts, "a list of key points (texts)"),
+    "model_keypoint": (lambda v: _missing(v) or _texts(v), "a list of key points (texts) or empty"),
+}
+
+
+def _check_types(df: pd.DataFrame, path: Path) -> None:
+    """Every released field of the type replay reads it as, else one error naming the file, the data row and
+    the field (a text where a number belongs used to fail after scoring, inside numpy or scipy)."""
+    for field, (accepts, what) in FIELD_TYPES.items():
+        if field not in df.columns:
+            continue
+        for i, v in enumerate(df[field].tolist()):
+            if not accepts(v):
+                raise ReplayError(f"{path}: data row {i + 1} (model {df['model'].iloc[i]!r}), field {field!r}: "
+                                  f"{v!r} is not {what}; correct that row or use the released file as it is")
 
 
 def _check_answers(df: pd.DataFrame, task: str, path: Path) -> None:
@@ -438,6 +488,9 @@ def label_agreement(scored: pd.DataFrame) -> dict[str, Any]:
     out = {"labels": judges.LABELS, "excluded": {m: r for m, r in judges.EXCLUDED.items() if m in set(scored["model"])},
            **{k: a[k] for k in ("n_answers", "mean_pred", "mean_labels", "n_cells", "cell_kendall_tau",
                                 "cell_pearson", "cell_mae") if k in a}}
+    cells_missing = {k: v for k, v in a.get("not_computable", {}).items() if k.startswith("cell_")}
+    if cells_missing:  # e.g. one reader x one setting: no correlation over one cell
+        out["not_computable"] = cells_missing
     if "n_cells" in a and a["n_cells"] > 2:
         out["setting_only_baseline"] = judges.setting_baseline(judges.cell_means(df))
     return out
@@ -469,11 +522,15 @@ def markdown(results: pd.DataFrame, info: dict[str, Any], agreement: dict[str, A
         lines += [judges.alignment_line(alignment), ""]
     if agreement:
         values = {k: v for k, v in agreement.items() if not isinstance(v, dict) and k != "labels"}
-        values.update({f"setting-only baseline {k}": v for k, v in agreement.get("setting_only_baseline", {}).items()})
+        values.update({f"setting-only baseline {k}": v for k, v in agreement.get("setting_only_baseline", {}).items()
+                       if not isinstance(v, dict)})
+        missing = agreement.get("not_computable", {})
         lines += [f"## Agreement with {judges.LABELS} (reader x setting cells)", "",
                   f"Excluded: {', '.join(agreement['excluded']) or 'none'}.", "",
-                  markdown_table(["measure", "value"], [[k, f"{v:.4f}" if isinstance(v, float) else v]
+                  markdown_table(["measure", "value"], [[k, f"{v:.4f}" if isinstance(v, float) else
+                                                         "not computable" if v is None else v]
                                                         for k, v in values.items()], "lr"), ""]
+        lines += [f"{k}: {why}." for k, why in missing.items()] + ([""] if missing else [])
     if differences is not None:
         lines += [f"Answers where our accuracy differs from the authors' flag: {len(differences)} "
                   "(differences.csv); `accuracy-paper` scores the repeated Red Cross item as the authors did.", ""]

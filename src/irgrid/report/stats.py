@@ -150,7 +150,7 @@ def pairs(names: Sequence[str]) -> list[tuple[str, str]]:
 
 
 COMPARISON_COLUMNS = ["dataset", "measure", "system", "against", "n", "mean", "mean_against", "diff", "ci_low",
-                      "ci_high", "effect_d", "p", "p_corrected", "significant", "family", "p_from"]
+                      "ci_high", "effect_d", "p", "p_corrected", "significant", "family", "p_from", "p_note"]
 
 
 def comparisons(perquery: pd.DataFrame, results: pd.DataFrame, test: PairedTest, correction: str | None,
@@ -198,7 +198,8 @@ def comparisons(perquery: pd.DataFrame, results: pd.DataFrame, test: PairedTest,
                            "n": len(d), "mean": float(x.mean()), "mean_against": float(y.mean()),
                            "diff": float(d.mean()), "ci_low": low, "ci_high": high,
                            "effect_d": float(d.mean() / sd) if sd > 0 else (0.0 if d.mean() == 0 else math.nan),
-                           "p": p, "p_from": p_from, "_stored_pc": p_stored[1]})
+                           "p": p, "p_from": p_from, "_stored_pc": p_stored[1],
+                           "p_note": test.why_not(x, y)})  # no p-value: why (too few queries for the test)
         if mode == "baseline" and all(r["p_from"] == "results.csv" for r in family):
             corrected = [float(r["_stored_pc"]) if r["_stored_pc"] is not None and not pd.isna(r["_stored_pc"])
                          else math.nan for r in family]

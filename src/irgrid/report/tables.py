@@ -262,6 +262,19 @@ def _pair(comp: pd.DataFrame, dataset: str, measure: str, x: str, y: str) -> dic
     return None
 
 
+def _untested(comp: pd.DataFrame, datasets: list[str]) -> str:
+    """The note for comparisons without a p-value (too few queries for the test): not computable, so neither
+    ▲/▼ nor bold, and not to be read as "no difference"."""
+    if "p_note" not in comp.columns or comp.empty:
+        return ""
+    rows = comp[comp["dataset"].isin(datasets) & comp["p_note"].map(lambda v: isinstance(v, str) and bool(v))]
+    if rows.empty:
+        return ""
+    shown = "; ".join(f"{r.dataset} {r.measure}: {r.system} vs {r.against} ({r.p_note})"
+                      for r in rows.itertuples(index=False))
+    return f"No p-value (no ▲/▼, no bold) where the test is not computable on the sample: {shown}."
+
+
 def _significant(r: dict[str, Any] | None) -> bool:
     return r is not None and r.get("significant") is True
 
@@ -334,6 +347,9 @@ def main_tables(grid: Grid, a: Analyses) -> list[Table]:
         notes = [f"Cells: mean over the queries [95% bootstrap percentile confidence interval of the mean, B = "
                  f"{a.params['B']}, seed {a.params['seed']}].",
                  f"Bold: a column's best only where the test supports it ({bold}); effect sizes: the next table."]
+        untested = _untested(comp, members)
+        if untested:
+            notes.append(untested)
         tables.append(Table(f"main-{slug(group)}", title, ["system"] + [f"{d} {m}" if len(members) > 1 else m
                                                                           for d, m in cols], rows, notes))
     return tables
@@ -350,8 +366,10 @@ def effect_size_table(a: Analyses) -> Table:
                      TableCell(f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"), TableCell(format_value(r["effect_d"], 2)),
                      TableCell(format_value(r["p"], 4)), TableCell(format_value(r["p_corrected"], 4), bold=r["significant"] is True)])
     pairs_ = "all pairs of systems" if st["comparisons"] == "all-pairs" else f"each system against {st['baseline']}"
+    untested = _untested(a.comparisons, list(dict.fromkeys(a.comparisons["dataset"])) if len(a.comparisons) else [])
     return Table("effect-sizes", f"Effect sizes and tests: {pairs_} ({st['describe']}, {st['describe_correction']})",
                  ["dataset", "measure", "comparison", "n", "Δ mean", "95% CI of Δ", "d", "p", "p corrected"], rows,
                  [f"Δ: mean per-query difference; its CI: bootstrap percentile (B = {a.params['B']}, seed "
                   f"{a.params['seed']}); d: standardised effect mean(Δ) / sd(Δ) (paired Cohen's d). p: the "
-                  "experiment's test; against the baseline as in results.csv. Bold: corrected p < α."])
+                  "experiment's test; against the baseline as in results.csv. Bold: corrected p < α.",
+                  *([untested] if untested else [])])

@@ -57,6 +57,32 @@ def write_report(out: str | Path, to: str | Path | None = None, n_resamples: int
                                       to / f"jaccard-{slug(dataset)}.png"))
     written += figures
     written += _write_documents(grid, a, tables, figures, to, legend=bool(shown))
+    written += _write_claims_and_card(grid, to, shown, n_resamples, seed, reference)
+    return written
+
+
+def _write_claims_and_card(grid: Grid, to: Path, paper_shown: Sequence[str], n_resamples: int, seed: int,
+                           reference: str | Path | None) -> list[Path]:
+    """claims.md: the recorded experiment's claims checked on this grid (`irgrid claims`); card.csv: ER and ΔRI of
+    the paper's cells against BM25 from the published means (`irgrid card`), when the paper's tables are shown."""
+    from irgrid.report import claims as claims_mod
+    from irgrid.report import repro
+
+    written = []
+    for stale in ("claims.md", "card.csv"):
+        (to / stale).unlink(missing_ok=True)  # an earlier report's, for a grid that no longer has them
+    if claims_mod.recorded_claims(grid):
+        try:
+            claims, universe, where = claims_mod.claims_of(grid)
+            text = claims_mod.to_markdown(claims_mod.evaluate(grid, claims, universe, n_resamples, seed), where)
+        except claims_mod.ClaimsError as e:  # the recorded file no longer reads (a renamed entry): say so
+            text = f"The recorded experiment's claims could not be checked: {e}\n"
+        write_text_atomic(to / "claims.md", text)
+        written.append(to / "claims.md")
+    if paper_shown:
+        card = repro.published_card(grid, str(reference) if reference is not None else None)
+        write_text_atomic(to / "card.csv", card.to_csv(index=False))
+        written.append(to / "card.csv")
     return written
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from irgrid.core.gridcell import GridCell
 from irgrid.core.retrievers import QueryContext, Retriever
+from irgrid.models.resolver import with_mapping
 from irgrid.runner.cell import build_pipeline, dataset_of, ensure_index, resolve_models
 from irgrid.util import settings
 
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
 def python_pipeline(cell: GridCell, dataset: Any = None, **kwargs: Any) -> Any:
     """The Python door's builder: the cell's pipeline on a dataset, every query checked to be text
     (`build_pipeline`'s keywords: store, model_map, check_queries)."""
-    settings.use_irds_home()  # on first use, never at import (importing irgrid changes no environment variable)
     return build_pipeline(cell, dataset, **kwargs)
 
 
@@ -65,6 +65,7 @@ def scorer_role(entry: Retriever, dataset: Any = None, store: Store | None = Non
     """`Retriever.scorer()`: the entry in re-ranking position (irgrid.runner.expressions.build_scorer)."""
     from irgrid.runner.expressions import build_scorer
 
+    entry = with_mapping(entry, dict(model_map or {}))  # mapped checkpoints keyed by their folders' content
     return build_scorer(entry, dataset, store, model_map)
 
 
@@ -75,4 +76,5 @@ def indexer_role(entry: Retriever, dataset: Any = None, store: Store | None = No
 
     ds = None if dataset is None else dataset_of(dataset)
     entry = entry if ds is None else entry.for_dataset(ds)  # per-dataset values can change the index recipe
+    entry = with_mapping(entry, dict(model_map or {}))  # mapped checkpoints keyed by their folders' content
     return build_indexer(entry, ds, store, dict(model_map) if model_map is not None else None, ensure_index)

@@ -77,13 +77,16 @@ def ensure_index(recipe: IndexRecipe, dataset: Dataset, store: Store, model_map:
             docs = _stage_docs(recipe.stage, dataset, store, docs, docs_count, model_map)
 
         tracked = _TrackedDocs(docs, f"{corpus.corpus}", docs_count, f"indexing {corpus.corpus} ({recipe.name})")
+        # the same documents with their fields apart, tracked alike: a builder reads one of the two
+        fielded = None if recipe.stage is not None else _TrackedDocs(
+            lambda: fielded_docs(corpus), f"{corpus.corpus}", docs_count, f"indexing {corpus.corpus} ({recipe.name})")
 
         def build(tmp: Path) -> None:
             ctx = BuildContext(path=tmp, params=recipe.params, models=resolved, docs=tracked,
-                               docs_count=docs_count, device=settings.device(),
-                               fielded=None if recipe.stage is not None else lambda: fielded_docs(corpus))
+                               docs_count=docs_count, device=settings.device(), fielded=fielded)
             recipe.build(ctx)
-            tracked.check()  # a builder that swallowed a reading error never publishes a partial index
+            # a builder that swallowed a reading error never publishes a partial index
+            (fielded if fielded is not None and (fielded.count or fielded.error) else tracked).check()
 
         what = f"index {recipe.name} of {corpus.corpus}"
         with quiet_native(f"indexing {corpus.corpus} with {recipe.name}"):
@@ -141,6 +144,9 @@ def disk_note(path: Path) -> str:
         if free < 64 << 20 else ""
 
 
+_EMPTY_WARNED: set[str] = set()  # corpora whose documents without text were named in this process
+
+
 class _TrackedDocs:
     """The documents as a builder sees them, remembering whether the last pass ended, failed or saw nothing.
 
@@ -152,18 +158,21 @@ class _TrackedDocs:
         self.error: BaseException | None = None
         self.count = 0
         self.finished = False
+        self.empty: list[str] = []  # ids of documents without text (warned about once, after a full pass)
 
     def __call__(self):
         """One progress bar per pass, in documents, with rate and ETA (the builder's own bars are silenced)."""
         from tqdm.auto import tqdm
 
-        self.error, self.count, self.finished = None, 0, False
+        self.error, self.count, self.finished, self.empty = None, 0, False, []
         stream = progress_stream()
         bar = tqdm(total=self._total or None, desc=self._desc or self._corpus, unit="doc", unit_scale=True,
                    file=stream, mininterval=0.5 if stream.isatty() else 30, disable=not self._desc, leave=False)
         try:
             for doc in self._docs():
                 self.count += 1
+                if not str(doc.get("text") or "").strip():
+                    self.empty.append(str(doc.get("docno")))
                 bar.update()
                 yield doc
         except BaseException as e:
@@ -172,6 +181,11 @@ class _TrackedDocs:
         finally:
             bar.close()
         self.finished = True
+        if self.empty and self._corpus not in _EMPTY_WARNED:  # once per corpus (a stage pass, then the index's)
+            _EMPTY_WARNED.add(self._corpus)
+            log.warning("%s: %d of %d documents have no text (e.g. %s): they are indexed empty, no query retrieves "
+                        "them, and document expansion leaves them empty", self._corpus, len(self.empty), self.count,
+                        ", ".join(self.empty[:5]))
 
     def check(self) -> None:
         if self.error is not None:
@@ -199,7 +213,7 @@ def _write_stage(stage, dataset: Dataset, store: Store, docs, docs_count: int, m
     store.remove_leftovers(path)
     log.info("document stage %s on %s -> %s", stage.name, dataset.corpus, path)
     ctx = BuildContext(path=path.parent, params=stage.params, models=resolve_models(stage.models, model_map),
-                       docs=docs, docs_count=docs_count, device=settings.device())
+                       docs=docs, docs_count=docs_count, device=settings.device(), store=store)
     transformer = stage.make(ctx)
 
     tracked = _TrackedDocs(docs, dataset.corpus, docs_count, f"document stage {stage.name} on {dataset.corpus}")
@@ -227,6 +241,7 @@ def build_pipeline(cell: GridCell, dataset: str | Dataset | None = None, store: 
         raise RoleError(f"{cell.name}.pipeline() needs a dataset to index, e.g. 'beir/scifact/test'")
     ds = dataset_of(dataset)
     cell = cell.for_dataset(ds)  # a profile's per-dataset values, as the grid's cell on this dataset runs them
+    cell = models_mod.with_mapping(cell, model_map)  # mapped checkpoints keyed by their folders' content
     inner = cell.build(ds, store or store_mod.current(), model_map, live=live)
     if not check_queries:
         return inner
@@ -323,6 +338,10 @@ def _timed_cell(retriever: GridCell, dataset: Dataset, topics: pd.DataFrame, sto
         single.append(1000 * (time.perf_counter() - t0 + accounted() - before))
     # a malformed run is refused before it is stored (never evaluated, never reused)
     empty = check_run(res, retriever.name, dataset.name, topics, depth_of(retriever))
+    if "rank" not in res.columns:  # optional in PyTerrier: ranks from the scores, as pt.model.add_ranks gives them
+        import pyterrier as pt
+
+        res = pt.model.add_ranks(res)
     models = resolve_models(retriever.all_models(), model_map)
     meta = {
         "retriever": retriever.name,
@@ -390,6 +409,12 @@ def dataset_of(dataset: str | Dataset) -> Dataset:
     Dataset (a query sample, a bring-your-own collection), so `retriever.pipeline(name)` is that very dataset."""
     if isinstance(dataset, str):
         return getattr(dataset, "dataset", None) or get_dataset(dataset)
+    if not isinstance(dataset, Dataset):
+        from irgrid.data.errors import InputError
+
+        raise InputError(f"dataset {dataset!r} ({type(dataset).__name__}): a dataset is a name ('vaswani', "
+                         f"'beir/scifact/test', 'vaswani@q20s1' for a query sample) or what irgrid.dataset(...) "
+                         f"returns")
     return dataset
 
 

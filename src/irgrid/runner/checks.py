@@ -31,15 +31,33 @@ def _row(res: pd.DataFrame, i: Any) -> str:
 
 def check_run(res: pd.DataFrame, system: str, dataset: str, topics: pd.DataFrame | None,
               depth: int | None) -> list[str]:
-    """Raise RunCheckError on the first violation; return the topic qids without any result (recorded as empty)."""
+    """Raise RunCheckError on the first violation; return the topic qids without any result (recorded as empty).
+
+    Some queries without results are a valid run (counted, and named in the grid's outputs); a run with no result
+    for any of its queries is refused: nothing in it can be evaluated (pt.Experiment refuses it too), and it is
+    almost always a broken pipeline, so it is never stored. A score that is not a number (NaN, text) is refused:
+    the order of tied NaNs is arbitrary, so every measure over it would be noise."""
     where = f"run of {system!r} on {dataset!r}"
+    if not isinstance(res, pd.DataFrame):
+        raise RunCheckError(f"{where}: the pipeline returned {type(res).__name__} {_short(res)}, not a result frame; "
+                            f"its transform() must return a DataFrame with qid, docno, score (rank optional)")
     if len(res) == 0:
+        if topics is not None and len(topics):
+            raise RunCheckError(f"{where}: no result for any of its {topics['qid'].nunique()} queries, so there is "
+                                f"nothing to evaluate (the run is not stored); check the pipeline on one query, "
+                                f"e.g. pipeline.search('...'), and that it retrieves from {dataset!r}'s documents")
         return sorted(topics["qid"].astype(str).unique()) if topics is not None else []
     missing_cols = [c for c in ("qid", "docno", "score") if c not in res.columns]
     if missing_cols:
         raise RunCheckError(f"{where}: no {', '.join(missing_cols)} column(s); a run needs qid, docno, score "
                             f"(and rank); got {list(res.columns)}")
     res = res.reset_index(drop=True)
+    score = pd.to_numeric(res["score"], errors="coerce")
+    bad = score.isna()
+    if bad.any():
+        raise RunCheckError(f"{where}: {int(bad.sum())} of {len(res)} result(s) have a score that is not a number "
+                            f"(NaN or text), e.g. {_row(res, bad.idxmax())}; the pipeline's last stage must give "
+                            f"every result a numeric score (drop or fill the others before returning them)")
     qid, docno = res["qid"].astype(str), res["docno"].astype(str)
     dupes = pd.DataFrame({"qid": qid, "docno": docno}).duplicated()
     if dupes.any():
@@ -73,6 +91,11 @@ def check_run(res: pd.DataFrame, system: str, dataset: str, topics: pd.DataFrame
                             f"{dataset!r}, e.g. {_row(res, foreign.idxmax())}; was it computed on another dataset "
                             f"or query sample?")
     return sorted(known - set(qid))
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def depth_of(retriever: Any) -> int | None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+import os
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from irgrid.core.significance import (
     PairedTest,
 )
 from irgrid.data import datasets as ds_mod
+from irgrid.data.errors import InputError
 from irgrid.util.errors import Error
 from irgrid.util.registry import UnknownNameError
 
@@ -39,6 +41,7 @@ SCHEMA = Schema({
     "models": Key(dict, hint="a mapping of model ids to local folders"), "latency_sample": Key(),
     "collections": Key(list, hint="a list of {name, docs, topics, qrels}"),
     "aggregates": Key(list, hint="a list of aggregate names"), "profile": Key(), "self_matches": Key(),
+    "claims": Key(list, hint="a list of claims, each {text, source, <form>: {...}} (docs/claims.md)"),
 })
 # catalog: each dataset's own policy (ArguAna, Quora drop a query's own document); paper: additionally, on every
 # dataset a document whose id equals the query id is removed at evaluation unless judged relevant (irgrid.paper)
@@ -70,6 +73,21 @@ class ExperimentSpec:
     latency_sample: int = 50  # queries timed one at a time for p50/p95 latency
     aggregates: list[str] = field(default_factory=list)  # the paper's aggregate columns (BEIR, LoTTE, ...)
     self_matches: str = "catalog"  # SELF_MATCH_RULES
+    claims: list[Any] = field(default_factory=list)  # irgrid.core.claims.Claim; checked by `irgrid claims OUT`
+
+    def cells_on(self, dataset: ds_mod.Dataset) -> list[GridCell]:
+        """The grid's cells on `dataset`, each bound to it (a profile's per-dataset values applied, so its key, run
+        and index folder are the ones it runs with). Everything that plans, checks, runs, evaluates or times a cell
+        takes it from here (or `cells`): binding in one place is what keeps the dry run's keys the grid's."""
+        return [r.for_dataset(dataset) for r in self.retrievers]
+
+    def cells(self, datasets: Collection[str] | None = None) -> Iterator[tuple[ds_mod.Dataset, GridCell]]:
+        """(dataset, cell bound to it) for every cell of the grid, dataset by dataset in the file's order;
+        `datasets`: only those datasets' cells."""
+        for dataset in self.datasets:
+            if datasets is None or dataset.name in datasets:
+                for cell in self.cells_on(dataset):
+                    yield dataset, cell
 
     def measures_for(self, dataset: ds_mod.Dataset) -> list[Any]:
         if self.measures:
@@ -152,6 +170,10 @@ def _non_negative_int(value: Any, where: str) -> int:
 def load(path: str | Path) -> ExperimentSpec:
     from irgrid.util import yamlsafe
 
+    if not isinstance(path, (str, os.PathLike)):  # irgrid.run(None), irgrid.run(5): was a bare TypeError
+        raise ExperimentError(f"an experiment is an experiment file's path, a dict of its keys or an ExperimentSpec; "
+                              f"got {type(path).__name__} {path!r}, e.g. irgrid.run('experiments/quickstart.yaml') "
+                              f"or irgrid.run({{'datasets': ['vaswani'], 'retrievers': ['bm25-pisa']}})")
     path = Path(path)
     if not path.exists():
         raise ExperimentError(f"experiment file {path} does not exist")
@@ -199,7 +221,7 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
             return local[name]
         try:
             return ds_mod.get(name)
-        except UnknownNameError as e:
+        except (UnknownNameError, InputError) as e:  # InputError: a query sample of no queries (NAME@q0s1)
             raise ExperimentError(f"{source}: {where}: {e}") from None
 
     datasets = [dataset_item(d, f"datasets[{i}]", lookup_dataset, source) for i, d in enumerate(data["datasets"])]
@@ -280,7 +302,9 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
 
         raise ExperimentError(f"{source}: self_matches: {self_matches!r} is not one of {SELF_MATCH_RULES}."
                               f"{did_you_mean(str(self_matches), list(SELF_MATCH_RULES))}")
-    models = data.get("models") or {}
+    models = {str(k): str(v) for k, v in (data.get("models") or {}).items()}
+    retrievers = _mapped(retrievers, models, source)
+    claims = _claims(data.get("claims"), names, [d.name for d in datasets], source)
     return ExperimentSpec(
         name=str(data.get("name") or Path(source).stem),
         datasets=datasets,
@@ -292,13 +316,30 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
         test_seed=seed,
         comparisons=comparisons,
         correction=None if correction == "none" else correction,
-        models={str(k): str(v) for k, v in models.items()},
+        models=models,
         description=str(data.get("description", "")),
         aggregates=[str(a) for a in aggregates],
         latency_sample=_non_negative_int(data.get("latency_sample", 50), f"{source}: latency_sample"),
         self_matches=self_matches,
         source=source,
+        claims=claims,
     )
+
+
+def _claims(items: Any, systems: list[str], datasets: list[str], source: str) -> list[Any]:
+    """The `claims:` block checked against this experiment's names, each claim's measure a known one."""
+    from irgrid.core.claims import ClaimError, parse
+    from irgrid.measures import aggregates
+
+    try:
+        claims = parse(items, systems, datasets, list(aggregates()), source)
+    except ClaimError as e:
+        raise ExperimentError(str(e)) from None
+    for c in claims:
+        for t in c.targets:
+            if t.measure is not None:
+                parse_measure(t.measure, f"{c.where}: {c.form}: measure")
+    return claims
 
 
 def _test(value: Any, source: str) -> tuple[str, int, int]:
@@ -347,3 +388,20 @@ def with_extra(spec: Any, extra: Mapping[str, Any] | None, keys: Mapping[str, st
                               f"choose other names")
     added = [extra_pipeline(n, p, keys.get(n)) for n, p in extra.items()]
     return dataclasses.replace(spec, retrievers=[*spec.retrievers, *added])
+
+
+def _mapped(retrievers: list[GridCell], models: dict[str, str], source: str) -> list[GridCell]:
+    """The cells with their mapped checkpoints keyed by the mapped folders' content (irgrid.models.resolver
+    .with_mapping); a `models:` value that names a file which is not a model (a pickle...) is refused here, at
+    validation, as is an IRGRID_MODELS naming no file."""
+    from irgrid.models import resolver
+
+    for model_id, folder in models.items():
+        problem = resolver.mapped_path_problem(Path(folder).expanduser())
+        if problem:
+            raise ExperimentError(f"{source}: models: {model_id!r} is mapped to {folder}, {problem}")
+    try:
+        mark = resolver.mapping_marker(models)
+        return [mark(r) for r in retrievers]
+    except resolver.ModelMappingError as e:
+        raise ExperimentError(f"{source}: {e}") from None

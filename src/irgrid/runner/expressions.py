@@ -576,7 +576,13 @@ class PythonPipeline:
         p = self.pipeline
         # the function gets the name, which still knows the grid's Dataset (a query sample, a collection): passed to
         # `.pipeline(name)` / `irgrid.pipeline(..., name)` it is that very dataset
-        p = p if isinstance(p, pt.Transformer) else p(DatasetName(dataset))
+        if not isinstance(p, pt.Transformer):
+            p = p(DatasetName(dataset))
+            if not isinstance(p, pt.Transformer):
+                raise ExpressionError(f"extra pipeline {self.name!r}: its function returned {type(p).__name__} "
+                                      f"for dataset {dataset.name!r}, not a PyTerrier transformer; it must return "
+                                      f"one for every dataset of the grid, e.g. lambda ds: "
+                                      f"irgrid.retriever('bm25-pisa').pipeline(ds) % 10")
         if isinstance(getattr(p, "expression", None), Expression):  # irgrid.pipeline("EXPR", name): this grid's cache
             p = p.expression.compose(dataset, store, model_map)
         if dataset.drop_self_matches:  # the dataset's policy applies to every cell (entries get it in build_entry)

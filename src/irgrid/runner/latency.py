@@ -57,7 +57,7 @@ def _measure(spec: Any, store: Store, rounds: int, queries: int | None,
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     rows, skipped = [], []
     for dataset in spec.datasets:
-        wanted = [r for r in spec.retrievers if cells is None or (dataset.name, r.name) in cells]
+        wanted = [r for r in spec.cells_on(dataset) if cells is None or (dataset.name, r.name) in cells]
         if not wanted:
             continue
         topics = dataset.topics()

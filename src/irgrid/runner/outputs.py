@@ -15,6 +15,8 @@ from typing import Any
 
 import pandas as pd
 
+from irgrid.core.profiles import QUIRKS
+from irgrid.core.significance import MIN_QUERIES
 from irgrid.runner import expressions
 from irgrid.util import markdown as md
 from irgrid.util.errors import Error
@@ -67,14 +69,55 @@ def markdown_table(results: pd.DataFrame, alpha: float = 0.05) -> str:
                     text += " ▲" if r["value"] > base else " ▼"
                 if str(r.get("beyond_depth")) == "True":
                     text += " †"
+                if _note(r.get("p_note")):
+                    text += " ‡"
                 cells.append(text)
             rows.append([f"{system} (baseline)" if system == baseline else system, *cells])
         lines += [f"### {dataset}", "", md.markdown_table(["system", *measures], rows, "l" + "r" * len(measures)), ""]
     lines.append(f"▲/▼: significantly better/worse than the baseline (corrected p < {alpha}).")
+    untested = test_note(results)
+    if untested:
+        lines += ["", untested]
     deep = depth_note(results)
     if deep:
         lines += ["", deep]
     return "\n".join(lines) + "\n"
+
+
+def _note(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def test_note(results: pd.DataFrame) -> str:
+    """A note on the comparisons with no p-value (column `p_note`: too few queries for the test), so that a
+    missing ▲/▼ is read as "not computable", not as "no difference"."""
+    if "p_note" not in results.columns:
+        return ""
+    flagged = [(d, s, m, n) for d, s, m, n in zip(results["dataset"], results["system"], results["measure"],
+                                                   results["p_note"]) if _note(n)]
+    if not flagged:
+        return ""
+    shown = "; ".join(f"{d}: {s} {m} ({n})" for d, s, m, n in flagged)
+    return f"‡: no p-value against the baseline, the test is not computable on this sample: {shown}."
+
+
+def empty_note(cells_by_dataset) -> str:
+    """A warning on the runs with queries left without any result (scored 0 by every measure: a query whose terms
+    the analyzer drops, e.g. Hebrew under an English stemmer, looks like a bad ranking otherwise)."""
+    parts = []
+    for dataset_name, cells in cells_by_dataset.items():
+        for cell in cells:
+            empty = list(cell.meta.get("empty_queries") or [])
+            if empty:
+                total = cell.meta.get("queries")
+                shown = ", ".join(map(str, empty[:5])) + (", ..." if len(empty) > 5 else "")
+                parts.append(f"{dataset_name}: {cell.retriever.name} {len(empty)}"
+                             f"{f' of {total}' if total else ''} ({shown})")
+    if not parts:
+        return ""
+    return ("**Warning: queries without any result** (each scores 0 on every measure; check the queries' language "
+            "and the analyzer, or the pipeline): " + "; ".join(parts) + ". Listed per run in manifest.json "
+            "(`empty_queries`).")
 
 
 def depth_note(results: pd.DataFrame) -> str:
@@ -154,7 +197,8 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
     if tiny:
         header += (f"> **TINY MODELS — not results.** {', '.join(tiny)} ran on tiny random-weight models of their "
                    f"architectures (a wiring check); their numbers say nothing about the real checkpoints.\n\n")
-    write_text_atomic(out / "results.md", header + markdown_table(results))
+    empty = empty_note(cells_by_dataset)
+    write_text_atomic(out / "results.md", header + markdown_table(results) + (f"\n{empty}\n" if empty else ""))
     retrievers: dict[str, Any] = {}
     for dataset_name, cells in cells_by_dataset.items():
         for cell in cells:
@@ -163,13 +207,18 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
                 "paper_name": paper_name(cell.retriever, cell.dataset),
                 "config_hash": cell.retriever.key(), "models": cell.meta.get("models", {}),
                 "profile": cell.retriever.profile,  # irgrid.core.profiles name applied (None: the entry's defaults)
+                # the release's quirks this entry holds, on or off (irgrid.core.profiles.QUIRKS)
+                "quirks": {k: v for k, v in cell.retriever.keyed_options().items() if k in QUIRKS},
                 "reference": cell.retriever.reference, "runs": {},
                 # what it is built from (irgrid.runner.expressions): fusion suggestions skip what is fused already
                 "components": expressions.components(cell.retriever), "fuses": expressions.fused(cell.retriever),
             })
             entry["runs"][dataset_name] = {"run_key": cell.meta.get("key"), "cached": cell.cached,
                                            "ms_per_query": cell.meta.get("ms_per_query"),
-                                           "measured_at": cell.meta.get("measured_at")}
+                                           "measured_at": cell.meta.get("measured_at"),
+                                           # scored 0 by every measure: a warning, not an error (empty_note)
+                                           "queries_without_results": len(cell.meta.get("empty_queries") or []),
+                                           "empty_queries": list(cell.meta.get("empty_queries") or [])[:100]}
             own = dict(getattr(cell.retriever, "dataset_applied", None) or {})
             if own:  # the profile's values for this dataset (e.g. ColBERTv2's query length on ArguAna)
                 entry["runs"][dataset_name]["options"] = own
@@ -202,8 +251,9 @@ def statistics(spec) -> dict[str, Any]:
     test = spec.paired_test()
     return {"test": test.config(), "test_description": test.describe(), "correction": spec.correction or "none",
             "alpha": 0.05, "baseline": spec.baseline, "comparisons": spec.comparisons,
-            "computed_by": "pt.Experiment with " + ("irgrid.core.significance.PairedTest" if test.resampling else
-                                                    "scipy.stats." + {"t": "ttest_rel"}.get(test.name, test.name))}
+            "computed_by": "pt.Experiment with irgrid.core.significance.PairedTest" + (
+                "" if test.resampling else " (scipy.stats." + {"t": "ttest_rel"}.get(test.name, test.name) + ")"),
+            "min_queries": MIN_QUERIES}  # fewer paired queries: no p-value, results.csv's p_note says why
 
 
 def query_counts(perquery: pd.DataFrame) -> dict[str, int]:

@@ -282,6 +282,8 @@ def make_plan(spec: Any, store: Store) -> Plan:
         for ref in list(r.all_models().values()):
             try:
                 resolve_models({"m": ref}, spec.models, check_only=True)
+            except models_mod.ModelMappingError:
+                raise  # the mapping is wrong (a missing IRGRID_MODELS file, a pickle): not a checkpoint to stage
             except models_mod.ModelUnavailableError as e:
                 key = f"{ref.id}@{ref.revision}" if ref.revision else ref.id
                 entry = missing_models.setdefault(key, {"command": models_mod.staging_command(ref), "retrievers": [],
@@ -301,7 +303,7 @@ def make_plan(spec: Any, store: Store) -> Plan:
         docs = _count(corpus.counts.docs or dataset.counts.docs, corpus.docs_count)
         queries = _count(dataset.sample[0] if dataset.sample else dataset.counts.queries,
                          lambda d=dataset: d.irds().queries_count())
-        for r in spec.retrievers:
+        for r in spec.cells_on(dataset):  # bound to the dataset: the keys and folders the grid uses
             row: dict[str, Any] = {"dataset": dataset.name, "retriever": r.name, "family": r.family,
                                    "status": "cached", "index": "-", "missing_models": " ".join(model_ok[r.name]),
                                    "missing_data": "", "cpu_s": 0.0, "gpu_s": 0.0, "disk_bytes": 0.0, "source": ""}
@@ -359,7 +361,9 @@ def format_summary(plan: Plan, source: str = "") -> str:
     n_ds, n_r = len({r["dataset"] for r in rows}), len({r["retriever"] for r in rows})
     out = [f"plan{' for ' + source if source else ''}: {n_ds} datasets × {n_r} retrievers = {len(rows)} cells: "
            f"{status['cached']} cached, {status['to run']} to run here, {status['blocked here']} blocked here "
-           f"(models or data missing)", ""]
+           f"(models or data missing)",
+           f"what loading each real checkpoint needs (remote code, transformers, packages, licence gates, GPU memory): "
+           f"irgrid doctor {source or 'EXP.yaml'}", ""]
     if plan.models:
         out.append(f"missing checkpoints ({len(plan.models)}), each once; run on a connected machine, then copy its "
                    f"Hugging Face cache (HF_HOME) here or map the folder with IRGRID_MODELS=models.yaml "

@@ -11,8 +11,9 @@ All produce `toks` ({term: int impact}) like pyterrier-splade, scaled (×100), r
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import more_itertools
 import pandas as pd
@@ -271,15 +272,43 @@ class SpartaEncoder(TokenWeights):
     """`zero_special`: special tokens ([CLS], [SEP], ...) never become document terms (BEIR zeroes their input
     embeddings); without it they compete like any other vocabulary entry (the paper's code)."""
 
-    def __init__(self, model, zero_special: bool = False, **kw):
+    def __init__(self, model, zero_special: bool = False, pad_widths: Mapping[str, int] | None = None, **kw):
         super().__init__(**kw)
         self.tokenizer, self.model = model
         self.zero_special = zero_special
+        # docno -> the padded width its release batch had (`padded_widths`): the max then runs over padding
+        # positions up to that width, as the release's does; None: padding is masked
+        self.pad_widths = pad_widths
         self._reverse = {v: k for k, v in self.tokenizer.get_vocab().items()}
 
-    def weights(self, texts: list[str]) -> list[dict[str, float]]:
-        enc = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length,
-                             return_tensors="pt").to(self.model.device)
+    def transform_iter(self, inp: Iterable[dict]) -> Iterator[dict]:
+        if self.pad_widths is None:
+            yield from super().transform_iter(inp)
+            return
+        for chunk in more_itertools.chunked(inp, 16 * self.batch_size):  # widths travel with the texts
+            texts = [(r[self.in_field], self._width(r)) for r in chunk]
+            out = [self.finish(w) for start in range(0, len(texts), self.batch_size)
+                   for w in self.weights(texts[start:start + self.batch_size])]  # type: ignore[arg-type]
+            yield from ({**r, self.out_field: o} for r, o in zip(chunk, out))
+
+    def _width(self, record: Mapping[str, Any]) -> int:
+        docno = str(record["docno"])
+        if docno not in self.pad_widths:  # type: ignore[operator]
+            raise EntryError(f"SPARTA sparta_pad_max: document {docno!r} has no release batch width; the widths "
+                             f"were computed over another corpus")
+        return int(self.pad_widths[docno])  # type: ignore[index]
+
+    def weights(self, texts: list[str] | list[tuple[str, int]]) -> list[dict[str, float]]:
+        widths = [t[1] for t in texts] if texts and isinstance(texts[0], tuple) else None
+        plain = [t[0] if isinstance(t, tuple) else t for t in texts]
+        if widths is not None:  # the release strips and pads to its batch's width
+            plain = [t.strip() for t in plain]
+        if widths is None:
+            enc = self.tokenizer(plain, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+        else:  # a text's own length (at most max_length) never exceeds its width, so this cuts nothing more
+            enc = self.tokenizer(plain, padding="max_length", truncation=True, max_length=max(widths),
+                                 return_tensors="pt")
+        enc = enc.to(self.model.device)
         table = self.model.get_input_embeddings().weight  # [V, H]
         if self.zero_special:
             table = table.clone()
@@ -287,7 +316,12 @@ class SpartaEncoder(TokenWeights):
         with torch.inference_mode():
             hidden = self.model(**enc).last_hidden_state  # [B, L, H]
             scores = torch.einsum("vh,blh->bvl", table, hidden)
-            scores.masked_fill_(~enc["attention_mask"].bool().unsqueeze(1), float("-inf"))
+            if widths is None:
+                keep = enc["attention_mask"].bool()
+            else:  # every position below the release batch's width, padding included
+                keep = torch.arange(hidden.shape[1], device=hidden.device).unsqueeze(0) < torch.tensor(
+                    widths, device=hidden.device).unsqueeze(1)
+            scores.masked_fill_(~keep.unsqueeze(1), float("-inf"))
             w = torch.log1p(torch.relu(scores.amax(dim=-1))).float().cpu()  # [B, V]
         out = []
         for row in w:
@@ -295,6 +329,77 @@ class SpartaEncoder(TokenWeights):
             vals, idx = torch.topk(row, k)
             out.append({self._reverse[int(i)]: float(v) for i, v in zip(idx.tolist(), vals.tolist()) if v > 0})
         return out
+
+
+# -- the release's multi-process document batches (the quirks unicoil_tail_batches and sparta_pad_max) ---------------
+def release_batches(texts: Iterable[str], workers: int, batch_size: int) -> Iterator[tuple[list[int], bool]]:
+    """(document positions, is_tail) of every batch the release's document workers encode: document i goes to worker
+    i % workers; a worker skips documents whose text is blank and cuts the rest into batches of `batch_size` in
+    order; a worker's last batch is its tail when shorter than `batch_size`. Batches come worker by worker."""
+    if workers < 1 or batch_size < 1:
+        raise EntryError(f"release batches need workers >= 1 and batch_size >= 1, got {workers}, {batch_size}")
+    own: list[list[int]] = [[] for _ in range(workers)]
+    for i, text in enumerate(texts):
+        if str(text or "").strip():
+            own[i % workers].append(i)
+    for positions in own:
+        for start in range(0, len(positions), batch_size):
+            batch = positions[start:start + batch_size]
+            yield batch, len(batch) < batch_size
+
+
+def release_setting(value: Any, what: str) -> tuple[int, int]:
+    """(workers, batch_size) from a quirk's value {workers: W, batch_size: B}; one error naming the quirk else."""
+    if not isinstance(value, Mapping) or set(value) != {"workers", "batch_size"} or not all(
+            isinstance(value[k], int) and not isinstance(value[k], bool) and value[k] >= 1 for k in value):
+        raise EntryError(f"{what} takes {{workers: W, batch_size: B}} (whole numbers >= 1; the release: 4 and 32), "
+                         f"got {value!r}")
+    return int(value["workers"]), int(value["batch_size"])
+
+
+def tail_documents(docs: Iterable[Mapping[str, Any]], workers: int, batch_size: int) -> set[str]:
+    """Docnos the release never encodes: each worker's last partial batch (the quirk unicoil_tail_batches)."""
+    docnos: list[str] = []
+
+    def texts() -> Iterator[str]:
+        for d in docs:
+            docnos.append(str(d["docno"]))
+            yield str(d.get("text") or "")
+
+    return {docnos[i] for batch, tail in release_batches(texts(), workers, batch_size) if tail for i in batch}
+
+
+class DropDocuments(pt.Transformer):
+    """Leaves out the given documents (the release's dropped uniCOIL tail batches); everything else passes."""
+
+    def __init__(self, docnos: set[str]):
+        self.docnos = docnos
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        if not self.docnos or len(inp) == 0:
+            return inp
+        return inp[~inp["docno"].astype(str).isin(self.docnos)].reset_index(drop=True)
+
+
+def padded_widths(docs: Iterable[Mapping[str, Any]], tokenizer: Any, max_length: int, workers: int,
+                  batch_size: int) -> dict[str, int]:
+    """docno -> the width (tokens) of the padded release batch each document was encoded in: min(max_length,
+    longest document of its batch). A padding position's hidden state depends on the document and the width only
+    (attention is masked to the document's tokens), so these widths reproduce the release's batch-dependent
+    SPARTA weights exactly (the quirk sparta_pad_max)."""
+    docnos, texts = [], []
+    for d in docs:
+        docnos.append(str(d["docno"]))
+        texts.append(str(d.get("text") or ""))
+    lengths: list[int] = []
+    for start in range(0, len(texts), 4096):
+        part = [t.strip() for t in texts[start:start + 4096]]
+        lengths += [len(ids) for ids in tokenizer(part, truncation=True, max_length=max_length)["input_ids"]]
+    out: dict[str, int] = {}
+    for batch, _ in release_batches(texts, workers, batch_size):
+        width = max(lengths[i] for i in batch)
+        out.update({docnos[i]: width for i in batch})
+    return out
 
 
 class QueryTokens(pt.Transformer):

@@ -10,6 +10,7 @@ CPU for small models, whose cost is the vocabulary head. No library offers this,
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 import more_itertools
 import pandas as pd
@@ -96,7 +97,52 @@ class MaxFirstSpladeEncoder(pt.Transformer):
         return pd.DataFrame(records)
 
 
-__all__ = ["encode_max_first", "to_toks", "MaxFirstSpladeEncoder"]
+# an entry's `doc_max_length` naming this rule: the length sentence-transformers gives the checkpoint by default
+ST_DEFAULT_LENGTH = "sentence-transformers"
+
+
+def st_max_seq_length(folder: str | Path) -> int:
+    """The maximum length sentence-transformers encodes a checkpoint with when the caller sets none (the release's
+    `SparseEncoder(name).encode_document`): the `max_seq_length` of its sentence-transformers config where one
+    says so (`sentence_bert_config.json` of its Transformer module), else min(max_position_embeddings, the
+    tokenizer's model_max_length): 512 for BERT-base checkpoints."""
+    import json
+
+    from transformers import AutoConfig, AutoTokenizer
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise EntryError(f"doc_max_length {ST_DEFAULT_LENGTH!r} reads the checkpoint's own files: {folder} is not a "
+                         f"local folder; stage the checkpoint (IRGRID_MODELS / models:)")
+    modules = folder / "modules.json"
+    subdirs = [""]
+    if modules.exists():
+        subdirs = [m.get("path", "") for m in json.loads(modules.read_text()) if "Transformer" in m.get("type", "")]
+    for sub in subdirs:
+        cfg = folder / sub / "sentence_bert_config.json"
+        if cfg.exists():
+            value = json.loads(cfg.read_text()).get("max_seq_length")
+            if value:
+                return int(value)
+    config = AutoConfig.from_pretrained(str(folder))
+    limit = int(AutoTokenizer.from_pretrained(str(folder)).model_max_length)
+    positions = getattr(config, "max_position_embeddings", None)
+    return min(limit, int(positions)) if positions and positions > 0 else limit
+
+
+def doc_max_length(rule: int | str | None, max_length: int, location: str) -> int:
+    """The document side's length: `max_length` (None), a number, or the sentence-transformers default."""
+    if rule is None:
+        return int(max_length)
+    if rule == ST_DEFAULT_LENGTH:
+        return st_max_seq_length(location)
+    if isinstance(rule, int) and not isinstance(rule, bool) and rule > 0:
+        return rule
+    raise EntryError(f"doc_max_length must be a whole number > 0, {ST_DEFAULT_LENGTH!r} or null (= max_length), "
+                     f"got {rule!r}")
+
+
+__all__ = ["encode_max_first", "to_toks", "MaxFirstSpladeEncoder", "st_max_seq_length", "doc_max_length"]
 
 
 class PruneToks(pt.Transformer):

@@ -241,16 +241,42 @@ def irds_home() -> Path:
 
 
 def use_irds_home() -> Path:
-    """Point ir_datasets at irgrid's home on first real use (a grid run, a pipeline built, a dataset opened), not at
-    `import irgrid`: ir_datasets reads IR_DATASETS_HOME itself, once, when first imported, so this variable (and
-    only it) is set here, when unset and before that import. Copying a staged home happens when a dataset is
-    opened."""
+    """Point ir_datasets at irgrid's home (IR_DATASETS_HOME, when unset and before ir_datasets is imported):
+    ir_datasets reads that variable itself, once, when first imported. Called by the import hook below, so every
+    door (a command, `irgrid.dataset`, a benchmark, a library such as pyterrier-dr or pyterrier-rag that imports
+    ir_datasets itself) gets the same home without each caller remembering to ask. Copying a staged home happens
+    when a dataset is opened."""
     import sys
 
     home = irds_home()
     if "IR_DATASETS_HOME" not in os.environ and "ir_datasets" not in sys.modules:
         os.environ["IR_DATASETS_HOME"] = str(home)
     return home
+
+
+class _IrdsHomeHook:
+    """A one-shot `sys.meta_path` finder: just before ir_datasets is first imported, by whatever code, point it at
+    irgrid's home. It finds nothing itself (returns None), so the normal import proceeds. irgrid's own: neither
+    ir_datasets nor PyTerrier offers a hook for choosing the home after the interpreter has started."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "ir_datasets":
+            import sys
+
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
+            use_irds_home()
+        return None
+
+
+def install_irds_home_hook() -> None:
+    """Install the hook once (from `import irgrid`): importing irgrid changes no environment variable; only the
+    first import of ir_datasets in this interpreter does, and only when IR_DATASETS_HOME is unset."""
+    import sys
+
+    if "ir_datasets" in sys.modules or any(isinstance(f, _IrdsHomeHook) for f in sys.meta_path):
+        return
+    sys.meta_path.insert(0, _IrdsHomeHook())
 
 
 def device() -> str | None:

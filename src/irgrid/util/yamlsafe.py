@@ -68,6 +68,12 @@ def _strict_load(text: str) -> Any:
     return yaml.load(text, Loader=_FastLoader)  # noqa: S506 (a CSafeLoader subclass)
 
 
+def load_text(text: str) -> Any:
+    """A YAML document held in memory (e.g. the experiment file a manifest recorded), under the same rules as
+    `load_file`; errors are YamlError or yaml.YAMLError."""
+    return _strict_load(text)
+
+
 def max_bytes() -> int:
     from irgrid.util import settings
 
