@@ -46,8 +46,8 @@ notebook: lab
 
 # Tiers by needs (tests/unit, tests/integration, tests/system: markers by folder), cost marked apart (slow, heavy).
 # test: CI's command, every tier but `heavy` (< 30 min on 2 cores); test-all adds the heavy end-to-end checks;
-# test-fast: the unit tier (no staged data, no weights, no JVM; ~1 min of CPU: 59 s measured, 552 tests, so about a
-# minute on an idle 2-core machine and several on a loaded one). -rs prints why a test skipped
+# test-fast: the unit tier (no staged data, no weights, no JVM; ~1.5 min of CPU: 90 s measured for 704 tests, so
+# about that on an idle 2-core machine, several minutes on a loaded one). -rs prints why a test skipped
 # (staged data not found through IRGRID_SHARED / IRGRID_IRDS_STAGED).
 test: install
 	$(BIN)/python -m pytest -x -q -rs --durations=15 -m "not heavy"
