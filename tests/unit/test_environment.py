@@ -32,7 +32,9 @@ print(json.dumps({{"changed": changed, "ir_datasets_imported": imported,
 
 
 def _fresh_python(tmp_path, use: str, then: str = "pass") -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("IR_DATASETS_HOME", "OPENAI_API_KEY")}
+    # staged data plays no part here (IRGRID_SHARED=/nonexistent, the unit tier's no-data check, is an error)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("IR_DATASETS_HOME", "OPENAI_API_KEY", "IRGRID_SHARED", "IRGRID_IRDS_STAGED")}
     env["IRGRID_CACHE"] = str(tmp_path / "cache")
     proc = subprocess.run([sys.executable, "-c", IMPORTS.format(use=use, then=then)], env=env, capture_output=True, text=True,
                           timeout=120, cwd=tmp_path)
