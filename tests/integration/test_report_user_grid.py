@@ -131,6 +131,15 @@ def test_main_table_marks_and_bold_follow_the_experiment_test_and_caption_names_
             bold += cell.startswith("**")
     # the top-10 cut loses R@1000 and AP everywhere, and leaves nDCG@10 of bm25-pisa exactly as it was
     assert marks == 6 and bold == 2 and "▲" not in _row(md, "bm25-pisa")[1]
+    # † as results.md has it (issue 41): the 10-deep cut's AP and R@1000 look deeper than it returns
+    deep = results.set_index(["system", "measure"])["beyond_depth"].astype(str) == "True"
+    for system in SYSTEMS:
+        for measure, cell in zip(MEASURES, _row(md, system)):
+            assert ("†" in cell) == deep[(system, measure)], (system, measure)
+    assert [m for m, c in zip(MEASURES, _row(md, BASE)) if "†" in c] == ["AP", "R@1000"]
+    assert "†: the measure looks deeper than the system returns" in md
+    tex = (report / "report.tex").read_text()
+    assert r"\ensuremath{\dagger}: the measure looks deeper" in tex and "?:" not in tex
 
 
 def test_effect_sizes_are_computed_from_the_per_query_values(own):

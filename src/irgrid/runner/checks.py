@@ -85,9 +85,14 @@ EVALUATION_DEPTH = 1000  # TREC's usual run depth: a run at least this deep is n
 
 
 def run_depth(retriever: Any, res: pd.DataFrame) -> int:
-    """The depth a run is compared at: the declared one, else the most results it holds for a query."""
+    """The depth a run is compared at: the most results it really holds for a query, never more than it declares.
+
+    Why the run's own depth: a declared depth is a ceiling, not a promise. An intersection of two cut-offs
+    (`(a % 100 & b % 100) >> c`) declares 100 yet may hold 41 documents per query; its R@100 then looks deeper
+    than the system returns, and the † must say so."""
     declared = depth_of(retriever)
-    return declared if declared is not None else observed_depth(res)
+    observed = observed_depth(res)
+    return observed if declared is None else min(declared, observed)
 
 
 def observed_depth(res: pd.DataFrame) -> int:
