@@ -30,7 +30,7 @@ from irgrid.models import resolver as models_mod
 from irgrid.runner.checks import RunCheckError, check_run, depth_of
 from irgrid.store import CacheError, Store
 from irgrid.util import settings
-from irgrid.util.console import progress_stream, quiet_native
+from irgrid.util.console import quiet_native, reporting
 
 log = logging.getLogger("irgrid")
 
@@ -81,7 +81,11 @@ def ensure_index(recipe: IndexRecipe, dataset: Dataset, store: Store, model_map:
             ctx = BuildContext(path=tmp, params=recipe.params, models=resolved, docs=tracked,
                                docs_count=docs_count, device=settings.device(),
                                fielded=None if recipe.stage is not None else lambda: fielded_docs(corpus))
-            recipe.build(ctx)
+            try:
+                with reporting(tracked):  # encoders report each finished batch: the bar moves per batch
+                    recipe.build(ctx)
+            finally:
+                tracked.finish()
             tracked.check()  # a builder that swallowed a reading error never publishes a partial index
 
         what = f"index {recipe.name} of {corpus.corpus}"
@@ -148,29 +152,43 @@ class _TrackedDocs:
 
     def __init__(self, docs, corpus: str, total: int | None = None, desc: str = ""):
         self._docs, self._corpus, self._total, self._desc = docs, corpus, total, desc
+        self._bar = None
         self.error: BaseException | None = None
         self.count = 0
         self.finished = False
 
     def __call__(self):
         """One progress bar per pass, in documents, with rate and ETA (the builder's own bars are silenced)."""
-        from tqdm.auto import tqdm
+        from irgrid.util.console import Progress
 
         self.error, self.count, self.finished = None, 0, False
-        stream = progress_stream()
-        bar = tqdm(total=self._total or None, desc=self._desc or self._corpus, unit="doc", unit_scale=True,
-                   file=stream, mininterval=0.5 if stream.isatty() else 30, disable=not self._desc, leave=False)
+        self.finish()  # an earlier pass's bar
+        bar = self._bar = Progress(self._total, self._desc) if self._desc else None
         try:
             for doc in self._docs():
                 self.count += 1
-                bar.update()
+                if bar is not None:
+                    bar.on_read()
                 yield doc
         except BaseException as e:
             self.error = e
+            self.finish()
             raise
-        finally:
+        self.finished = True  # the bar stays open: encoders still work on what was read (closed by `finish`)
+
+    def advance(self, n: int) -> None:
+        """A batch of `n` documents finished by the builder (console.advance, per batch): the bar follows it."""
+        bar = self._bar
+        if bar is not None:
+            bar.advance(n)
+            if bar.complete:
+                self.finish()
+
+    def finish(self) -> None:
+        """Close the current pass's bar (its last line in a log file)."""
+        bar, self._bar = getattr(self, "_bar", None), None
+        if bar is not None:
             bar.close()
-        self.finished = True
 
     def check(self) -> None:
         if self.error is not None:
@@ -208,8 +226,11 @@ def _write_stage(stage, dataset: Dataset, store: Store, docs, docs_count: int, m
             yield from pd.DataFrame(chunk).pipe(transformer.transform).to_dict("records")
         tracked.check()
 
-    with quiet_native(f"document stage {stage.name} on {dataset.corpus}"):
-        store.write_stage(stage, dataset, records())
+    with quiet_native(f"document stage {stage.name} on {dataset.corpus}"), reporting(tracked):
+        try:
+            store.write_stage(stage, dataset, records())
+        finally:
+            tracked.finish()
 
 
 def build_pipeline(cell: GridCell, dataset: str | Dataset | None = None, store: Store | None = None,
