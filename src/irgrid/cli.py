@@ -234,12 +234,14 @@ def cmd_datasets(args) -> int:
 
     from irgrid.paper import conventions_of
 
-    rows = [{"id": d.name, "group": d.group, "staged": staged(d), "qrels": {True: "yes", False: "none ‡", None: "?"}[has_qrels(d)], "measures": " ".join(d.measures), "policies": policies(d),
+    here = not args.catalog_only
+    rows = [{"id": d.name, "group": d.group,
+             **({"staged": staged(d), "qrels": {True: "yes", False: "none ‡", None: "?"}[has_qrels(d)]} if here else {}), "measures": " ".join(d.measures), "policies": policies(d),
              "conventions": " ".join(conventions_of(d.name)) or "-",
              "queries": n(d.counts.queries), "docs": n(d.counts.docs), "counts_source": d.counts.source or "-",
              "ir_datasets": d.irds_id, "corpus": d.corpus} for d in entries]
     sys.stdout.write(_table(rows, args.format))
-    if args.format == "table":
+    if args.format == "table" and here:
         print("\nstaged: the corpus's documents are on this machine (IRGRID_IRDS_STAGED, the cache or "
               "IRGRID_SHARED); `irgrid run EXP --dry-run` says where to stage the others.")
         if any(r["qrels"] != "yes" for r in rows):
@@ -507,6 +509,8 @@ def build_parser() -> argparse.ArgumentParser:
                                         "policies, counts")
     p.add_argument("--format", choices=["table", "csv"], default="table")
     p.add_argument("--group", help="only one group (msmarco, beir, lotte, instructir, followir, byo, other)")
+    p.add_argument("--catalog-only", action="store_true",
+                   help="only what the catalog declares: no staged and qrels columns (reads no data; the docs' table)")
     p.set_defaults(func=cmd_datasets)
     p = sub.add_parser("resolve", help="where a model id would load from (mapping, package, HF cache, hub)")
     p.add_argument("model")
