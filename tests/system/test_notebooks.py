@@ -27,20 +27,32 @@ PISA_GRID = {  # PISA only: seconds, no JVM
 }
 
 
-CHATTER = ("[info]", "WARNING: ", "IProgress not found", "TqdmWarning")  # PISA's spdlog, the JVM, tqdm without widgets
+CHATTER = ("[info]", "WARNING: ", "IProgress not found", "TqdmWarning",  # PISA's spdlog, the JVM, tqdm without widgets
+           "Traceback", "UserWarning", "Loading weights")  # an offline HTML repr, libraries' own bars (issue 41)
+WIDGET = "application/vnd.jupyter.widget-view+json"
 
 
-def execute(path: Path) -> None:
+def execute(path: Path, grid_cells: tuple[str, ...] = ("irgrid.run(",)) -> None:
+    """Run the notebook; no error, no chatter, and in the cells that run a grid no library progress bar: irgrid's
+    own progress is at most one line per stage (issue 41: 153 bars, one per latency-sample query)."""
     import nbformat
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
+    assert all(c.get("id") for c in nb.cells), f"{path.name}: cells without ids"
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     errors = [o for o in outputs if o.output_type == "error"]
     assert not errors, errors
     printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert not [c for c in CHATTER if c in printed], printed[-3000:]
+    for cell in nb.cells:
+        if cell.cell_type != "code" or not any(g in cell.source for g in grid_cells):
+            continue
+        bars = [o for o in cell.get("outputs", []) if o.output_type == "display_data" and WIDGET in o.get("data", {})]
+        assert not bars, f"{len(bars)} progress bars in the grid's cell"
+        text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.output_type == "stream")
+        assert "\x1b[" not in text and len(text.splitlines()) <= 20, text[-2000:]  # a few lines per index build
 
 
 def test_every_notebook_is_tested():
@@ -49,6 +61,9 @@ def test_every_notebook_is_tested():
     for path in NOTEBOOKS.glob("*.ipynb"):  # committed without outputs: they are regenerated, never stale
         nb = json.loads(path.read_text())
         assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code"), path
+        assert all(c.get("id") for c in nb["cells"]), f"{path.name}: cells without ids (nbformat 4.5)"
+        code = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+        assert "../results" not in code, f"{path.name} writes into the checkout"  # temporary folders only
 
 
 def test_compose_pipeline_notebook(shared_store, tmp_path, monkeypatch):

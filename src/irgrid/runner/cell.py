@@ -250,9 +250,9 @@ def build_pipeline(cell: GridCell, dataset: str | Dataset | None = None, store: 
     inner = cell.build(ds, store or Store(), model_map, live=live)
     if not check_queries:
         return inner
-    from irgrid.runner.transforms import CheckQueries
+    from irgrid.runner.transforms import CheckQueries, EntryPipeline
 
-    checked = CheckQueries() >> inner
+    checked = EntryPipeline(CheckQueries(), inner, entry=cell)  # a raw `+` of differently scaled entries warns
     if hasattr(inner, "expression"):  # irgrid.pipeline("EXPR", ds) in extra=/names=: still the YAML item's cell
         checked.expression = inner.expression
     return checked
