@@ -277,7 +277,8 @@ def cmd_resolve(args) -> int:
     from irgrid.core.modelref import ModelRef
     from irgrid.models.resolver import resolve
 
-    r = resolve(ModelRef(args.model, args.revision))
+    # where it would load from: a question, so nothing is made (SmolLM2's GGUF was dequantised: 25 s, three bars)
+    r = resolve(ModelRef(args.model, args.revision), check_only=True)
     print(f"{r.ref}\t{r.source}\t{r.location}")
     return 0
 

