@@ -53,8 +53,8 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
                                   test=spec.paired_test().for_pyterrier(),
                                   correction=spec.correction if baseline is not None else None, verbose=False)
     perq = measures_mod.experiment(frames, topics, qrels, measures, names=names, perquery=True, verbose=False)
-    depths = {c.retriever.name: run_depth(c.retriever, c.res) for c in cells}
     reach = max((observed_depth(c.res) for c in cells), default=0)
+    depths = {c.retriever.name: run_depth(c.retriever, c.res, reach) for c in cells}
     # n: the queries each mean is over (its per-query values), so a reader can weigh a difference
     counts = perq[perq["value"].notna()].groupby(["name", "measure"]).size()
     rows = []

@@ -279,3 +279,14 @@ def test_paired_tests_agree_with_ranx_on_the_same_runs(own):
             assert abs(p_ours - p_fisher) <= 4 * se + 2 / PERMUTATIONS, (system, measure, p_ours, p_fisher)
             checked += 1
     assert checked == 8
+
+
+def test_figures_come_as_png_svg_and_pdf_with_per_query_differences_to_the_baseline(own):
+    """Issue 41 (9): PNG only before; papers take vector figures. And a per-query difference plot against the
+    baseline (a mean change: a few large wins, or a broad shift?)."""
+    report = own / "out" / "report"
+    for stem in ("jaccard-vaswani", "delta-vaswani"):
+        assert (report / f"{stem}.png").read_bytes()[:4] == b"\x89PNG"
+        assert (report / f"{stem}.pdf").read_bytes()[:5] == b"%PDF-"
+        assert "<svg" in (report / f"{stem}.svg").read_text()[:2000]
+    assert "![delta-vaswani](delta-vaswani.png)" in (report / "report.md").read_text()

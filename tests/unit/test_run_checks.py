@@ -78,13 +78,15 @@ def test_an_intersection_is_flagged_at_the_depth_its_run_really_has():
                             "score": np.arange(48, 0, -1, dtype=float)})
     full = pd.DataFrame({"qid": ["1"] * 1000, "docno": [f"d{i}" for i in range(1000)],
                          "score": np.arange(1000, 0, -1, dtype=float)})
-    assert run_depth(inter, shallow) == 41  # the run's own depth, not the nominal 100
-    assert run_depth(bm25, full) == 1000 and run_depth(inter, full.head(100)) == 100
-    r100, ndcg10 = m.parse("R@100"), m.parse("nDCG@10")
     reach = 1000  # bm25's run
-    assert beyond_depth(r100, run_depth(inter, shallow), reach)
-    assert not beyond_depth(ndcg10, run_depth(inter, shallow), reach)
-    assert not beyond_depth(r100, run_depth(inter, full.head(100)), reach)  # 100 held: R@100 is not cut
+    assert run_depth(inter, shallow, reach) == 41  # the run's own depth, not the nominal 100
+    assert run_depth(bm25, full, reach) == 1000 and run_depth(inter, full.head(100), reach) == 100
+    r100, ndcg10, ap = m.parse("R@100"), m.parse("nDCG@10"), m.parse("AP")
+    assert beyond_depth(r100, run_depth(inter, shallow, reach), reach)
+    assert not beyond_depth(ndcg10, run_depth(inter, shallow, reach), reach)
+    assert not beyond_depth(r100, run_depth(inter, full.head(100), reach), reach)  # 100 held: R@100 is not cut
+    # BM25 (declared 1,000) holding 140 of a 150-document collection is not cut: that is its matching
+    assert run_depth(bm25, full.head(140), 150) == 1000 and not beyond_depth(ap, run_depth(bm25, full.head(140), 150), 150)
 
 
 def test_sampled_dataset_names_resolve_to_the_sample():
