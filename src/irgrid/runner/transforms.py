@@ -9,6 +9,7 @@ import pandas as pd
 import pyterrier as pt
 
 from irgrid.data.errors import InputError
+from irgrid.util.errors import Error
 
 
 class DropSelfMatches(pt.Transformer):
@@ -53,7 +54,7 @@ class CheckQueries(pt.Transformer):
         return "CheckQueries()"
 
 
-class RawSumWarning(UserWarning):
+class RawSumWarning(Error, UserWarning):
     """A PyTerrier `+` adds the raw scores of two entries on different scales (the grammar's `+` normalises)."""
 
 
