@@ -225,7 +225,7 @@ def registry_page() -> str:
 
 
 def catalog_table() -> str:
-    rows = _csv_rows(_cli("datasets", "--format", "csv"))
+    rows = _csv_rows(_cli("datasets", "--format", "csv", "--catalog-only"))  # not this machine's staged data
     for row in rows:
         for col in ("ir_datasets", "corpus", "counts_source"):
             row.pop(col, None)

@@ -9,7 +9,9 @@ import logging
 import sys
 
 
-def _table(rows: list[dict[str, str]], fmt: str) -> str:
+def _table(rows: list[dict[str, str]], fmt: str, fit: bool = False) -> str:
+    """Rows as CSV or an aligned text table. `fit`: the table is cut to the terminal's width (COLUMNS, else the
+    terminal, else 160): the widest columns give way first and a cut cell ends with '…' (every value: csv)."""
     if not rows:
         return ""
     if fmt == "csv":
@@ -20,9 +22,76 @@ def _table(rows: list[dict[str, str]], fmt: str) -> str:
         return buf.getvalue()
     cols = list(rows[0])
     widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
-    lines = ["  ".join(c.ljust(widths[c]) for c in cols), "  ".join("-" * widths[c] for c in cols)]
-    lines += ["  ".join(str(r[c]).ljust(widths[c]) for c in cols) for r in rows]
+    if fit:
+        import shutil
+
+        room = max(shutil.get_terminal_size((160, 24)).columns, 40) - 2 * (len(cols) - 1)
+        floor = {c: widths[c] if i == 0 else min(widths[c], max(len(c), 8)) for i, c in enumerate(cols)}  # names whole
+        while sum(widths.values()) > room:
+            shrinkable = [c for c in cols if widths[c] > floor[c]]
+            if not shrinkable:
+                break
+            widths[max(shrinkable, key=lambda c: widths[c])] -= 1
+
+    def cell(value, c: str) -> str:
+        text = str(value)
+        return (text if len(text) <= widths[c] else text[:widths[c] - 1] + "…").ljust(widths[c])
+
+    lines = ["  ".join(cell(c, c) for c in cols).rstrip(), "  ".join("-" * widths[c] for c in cols)]
+    lines += ["  ".join(cell(r[c], c) for c in cols).rstrip() for r in rows]
     return "\n".join(lines) + "\n"
+
+
+def entry_card(r) -> list[str]:
+    """What one entry is, whatever its profiles say (issue 41: `irgrid list NAME` said only "No profile
+    differences"): family, checkpoints with revisions, options with types and defaults, index recipe, the roles it
+    can play in a pipeline, profiles, the paper's name, where its configuration comes from. Imports no torch."""
+    from irgrid.core.retrievers import OPTION_NULLABLE, OPTION_TYPES
+    from irgrid.runner.expressions import rerank_only, scorer_factory
+
+    def ref(m) -> str:
+        return f"{m.id}" + (f" @ {m.revision}" if m.revision else " (no pinned revision)")
+
+    def typed(name: str, value) -> str:
+        kind, low, high = {**OPTION_TYPES, **dict(r.option_types or {})}.get(name, (type(value), None, None))
+        kind_name = {int: "int", float: "float", str: "str", bool: "bool"}.get(kind, getattr(kind, "__name__", "?"))
+        bounds = ""
+        if low is not None and high is not None:
+            bounds = f" in [{low:g}, {high:g}]"
+        elif low is not None:
+            bounds = f" >= {low:g}"
+        nullable = f", None = {OPTION_NULLABLE[name]}" if name in OPTION_NULLABLE else ""
+        shown = _shown(value) if isinstance(value, str) else value
+        return f"{name} = {shown} ({kind_name}{bounds}{nullable})"
+
+    lines = [f"{r.name}" + (f" (the paper's {r.paper_name})" if r.paper_name else " (not in the paper)")]
+    lines.append(f"  family        {r.family}, architecture {r.architecture}" + (f"; installs with the extra "
+                                                                               f"'{r.extra}'" if r.extra else ""))
+    models = r.all_models()
+    lines.append("  checkpoints   " + ("none (no model weights)" if not models else
+                                       "; ".join(f"{role}: {ref(m)}" for role, m in models.items())))
+    options = [typed(k, v) for k, v in sorted(r.options.items()) if k != "query_config"]
+    lines.append("  options       " + ("; ".join(options) if options else "none"))
+    if r.index is not None:
+        params = ", ".join(f"{k}={v}" for k, v in sorted(r.index.params.items()) if k != "doc")
+        stage = f"; document stage {r.index.stage.name} first" if r.index.stage is not None else ""
+        lines.append(f"  index recipe  {r.index.name}" + (f" ({params})" if params else "") + stage
+                     + f" [built by {getattr(r.index.build, '__name__', '?')}]")
+    else:
+        lines.append("  index recipe  none (it re-ranks what it is given)")
+    roles = []
+    if r.index is not None and not rerank_only(r):
+        roles.append("first stage (`irgrid.retriever(name).retriever(ds)`, a bare name in an expression)")
+    if scorer_factory(r) is not None:
+        roles.append("scorer of given candidates (`.scorer(ds)`, right of `>>`)")
+    if r.index is not None:
+        roles.append("indexer (`.indexer(ds)`)")
+    lines.append("  roles         " + "; ".join(roles))
+    lines.append("  profiles      " + (", ".join(sorted(r.profiles)) or "none") + "  (`irgrid list NAME --profiles`"
+                 ": paper vs card, with sources)")
+    if r.reference:
+        lines.append(f"  reference     {r.reference}")
+    return lines
 
 
 def _shown(value) -> str:
@@ -188,6 +257,12 @@ def cmd_list(args) -> int:
     if args.name and args.check:
         return cmd_fidelity([get(args.name)], args.format)
     if args.name:
+        if args.format == "table":  # what the entry is, then its profiles side by side
+            entry = get(args.name)
+            print("\n".join(entry_card(entry)))
+            if not entry.profiles:
+                return 0
+            print()
         return cmd_profiles([get(args.name)], args.format, agreeing=args.format != "markdown")
     entries = sorted(RETRIEVERS, key=lambda r: (FAMILIES.index(r.family), r.architecture, r.name))
     if args.family:
@@ -205,7 +280,7 @@ def cmd_list(args) -> int:
         "profiles": ",".join(sorted(r.profiles)) or "-",
         "paper": r.paper_name or "-",
     } for r in entries]
-    sys.stdout.write(_table(rows, args.format))
+    sys.stdout.write(_table(rows, args.format, fit=True))
     return 0
 
 
@@ -229,19 +304,51 @@ def cmd_datasets(args) -> int:
 
     from irgrid.paper import conventions_of
 
-    rows = [{"id": d.name, "group": d.group, "measures": " ".join(d.measures), "policies": policies(d),
+    here = not args.catalog_only
+    rows = [{"id": d.name, "group": d.group,
+             **({"staged": staged(d), "qrels": {True: "yes", False: "none ‡", None: "?"}[has_qrels(d)]} if here else {}), "measures": " ".join(d.measures), "policies": policies(d),
              "conventions": " ".join(conventions_of(d.name)) or "-",
              "queries": n(d.counts.queries), "docs": n(d.counts.docs), "counts_source": d.counts.source or "-",
              "ir_datasets": d.irds_id, "corpus": d.corpus} for d in entries]
     sys.stdout.write(_table(rows, args.format))
+    if args.format == "table" and here:
+        print("\nstaged: the corpus's documents are on this machine (IRGRID_IRDS_STAGED, the cache or "
+              "IRGRID_SHARED); `irgrid run EXP --dry-run` says where to stage the others.")
+        if any(r["qrels"] != "yes" for r in rows):
+            print("‡ no relevance judgements under this id (a corpus of several splits): name a split with qrels "
+                  "in `datasets:` (e.g. beir/fiqa/test).")
     return 0
+
+
+def staged(d) -> str:
+    """'yes' when the dataset's documents are here (read without downloading anything), else 'no'."""
+    try:
+        return "yes" if d.docs_available()[0] else "no"
+    except Exception:  # noqa: BLE001  (a listing never fails on one dataset: its data is simply not here)
+        return "no"
+
+
+def has_qrels(d) -> bool | None:
+    """Whether the id has relevance judgements (ir_datasets' registry; None: unknown until its data is staged)."""
+    from irgrid.data.datasets import ensure_irds_home
+
+    ensure_irds_home()
+    import ir_datasets
+
+    if d.irds_id in ir_datasets.registry:
+        return bool(ir_datasets.registry[d.irds_id].has_qrels())
+    try:
+        return bool(d.irds().has_qrels())
+    except Exception:  # noqa: BLE001  (an irgrid-built dataset whose files are not staged: unknown, not 'none')
+        return None
 
 
 def cmd_resolve(args) -> int:
     from irgrid.core.modelref import ModelRef
     from irgrid.models.resolver import resolve
 
-    r = resolve(ModelRef(args.model, args.revision))
+    # where it would load from: a question, so nothing is made (SmolLM2's GGUF was dequantised: 25 s, three bars)
+    r = resolve(ModelRef(args.model, args.revision), check_only=True)
     print(f"{r.ref}\t{r.source}\t{r.location}")
     return 0
 
@@ -505,9 +612,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="libraries' own output (PISA, JVM, ir_datasets) and tracebacks (as IRGRID_VERBOSE=1)")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("list", help="the retriever registry (does not import torch); `list NAME`: that entry's "
-                                    "paper vs card profile differences with their sources")
-    p.add_argument("name", nargs="?", help="one entry: show its profile differences (paper vs card) and sources")
+    p = sub.add_parser("list", help="the retriever registry (does not import torch); `list NAME`: what that entry "
+                                    "is, then its paper vs card profile differences with their sources")
+    p.add_argument("name", nargs="?", help="one entry: family, checkpoints and revisions, options with types and "
+                                           "defaults, index recipe, roles, paper name; then its profile differences "
+                                           "(paper vs card) and sources")
     p.add_argument("--format", choices=["table", "csv", "markdown"], default="table",
                    help="markdown: profile differences only, one table per entry")
     p.add_argument("--family")
@@ -517,9 +626,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --profiles: per entry, the paper-code commit its paper settings cite and any setting "
                         "that cites none (exit 1 if so)")
     p.set_defaults(func=cmd_list)
-    p = sub.add_parser("datasets", help="the dataset catalog: id, group, measures, policies, counts")
+    p = sub.add_parser("datasets", help="the dataset catalog: id, group, whether it is staged here, qrels, measures, "
+                                        "policies, counts")
     p.add_argument("--format", choices=["table", "csv"], default="table")
     p.add_argument("--group", help="only one group (msmarco, beir, lotte, instructir, followir, byo, other)")
+    p.add_argument("--catalog-only", action="store_true",
+                   help="only what the catalog declares: no staged and qrels columns (reads no data; the docs' table)")
     p.set_defaults(func=cmd_datasets)
     p = sub.add_parser("resolve", help="where a model id would load from (mapping, package, HF cache, hub)")
     p.add_argument("model")

@@ -55,8 +55,8 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
                                   test=spec.paired_test().for_pyterrier(),
                                   correction=spec.correction if baseline is not None else None, verbose=False)
     perq = measures_mod.experiment(frames, topics, qrels, measures, names=names, perquery=True, verbose=False)
-    depths = {c.retriever.name: run_depth(c.retriever, c.res) for c in cells}
     reach = max((observed_depth(c.res) for c in cells), default=0)
+    depths = {c.retriever.name: run_depth(c.retriever, c.res, reach) for c in cells}
     # n: the queries each mean is over (its per-query values), so a reader can weigh a difference
     counts = perq[perq["value"].notna()].groupby(["name", "measure"]).size()
     notes = _test_notes(spec, perq, names, baseline)
@@ -454,9 +454,7 @@ def _fmt_seconds(seconds: float | None) -> str:
 def plan(spec: ExperimentSpec, store: Store) -> list[dict[str, Any]]:
     """Every cell of the grid: cached or not, index cached or not, whether its models resolve, and an
     estimated time from throughputs measured earlier in this cache (indexing docs/s, ms/query)."""
-    from tqdm.auto import tqdm
-
-    from irgrid.util.console import progress_stream
+    from irgrid.util.console import Progress
 
     index_rate, query_ms = _measured_throughputs(store)
     docs_ok: dict[str, tuple[bool, str]] = {}
@@ -465,10 +463,10 @@ def plan(spec: ExperimentSpec, store: Store) -> list[dict[str, Any]]:
     if total >= PLAN_PROGRESS_CELLS:  # a big grid: say what is happening before the first cell (issue 32)
         log.info("checking the cache for %d cells (%d dataset(s) x %d retriever(s))", total, len(spec.datasets),
                  len(spec.retrievers))
-    bar = tqdm(total=total, desc="checking the cache", unit="cell", file=progress_stream(), leave=False,
-               disable=total < PLAN_PROGRESS_CELLS, mininterval=0.5 if progress_stream().isatty() else 30)
+    bar = Progress(total, "checking the cache", unit="cell") if total >= PLAN_PROGRESS_CELLS else None
     for dataset, retriever in spec.cells():
-        bar.update()
+        if bar is not None:
+            bar.on_read()
         try:  # keys read the staged copy (verified, copied again when damaged): a full cache disk fails here
             row: dict[str, Any] = {
                 "dataset": dataset.name, "retriever": retriever.name,
@@ -492,7 +490,8 @@ def plan(spec: ExperimentSpec, store: Store) -> list[dict[str, Any]]:
                     row["status"], row["reason"] = "unresolvable", f"data: {why}"
             row["est_seconds"] = _estimate(retriever, dataset, row["index_cached"], index_rate, query_ms)
         rows.append(row)
-    bar.close()
+    if bar is not None:
+        bar.close()
     return rows
 
 

@@ -96,4 +96,6 @@ def test_dry_run_projects_hours_per_family(shared_store):
     assert rows[("vaswani@q5s0", "splade-tiny")]["index"] == "shared (vaswani × splade-tiny)"  # one corpus, one build
     assert len(plan.indexes) == 1 and plan.cached_indexes == 1
     text = planning.format_summary(plan)
-    assert "index builds: 1 to build" in text and "GPU-hours" in text and "sparse" in text
+    total = next(line for line in text.splitlines() if line.startswith("total: "))
+    assert "index builds: 1 to build" in text and "sparse" in text
+    assert " GPU-" in total and (" CPU-seconds" in total or " CPU-minutes" in total), total  # finer than 0.1 h

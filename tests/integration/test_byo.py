@@ -208,3 +208,32 @@ def test_qrels_and_topics_numbered_alike_load_without_a_word(tmp_path, caplog):
                          source=str(root / "exp.yaml"))
     assert len(spec.datasets[0].topics()) == 93
     assert not [r for r in caplog.records if "judge" in r.message]
+
+
+def test_dry_run_of_a_small_byo_grid_estimates_every_cell_and_names_every_retriever(collection, tmp_path):
+    """Issue 41: a small grid on brought files printed "0 GPU-hours + 0 CPU-hours" and "; 2 cells without an
+    estimate" (its query count was unknown), and named no retriever. Now the topics are counted, times read in
+    seconds or minutes, and each retriever (BM25 too) has a line: cells, cost, what is missing here."""
+    from irgrid.runner import planning
+    from irgrid.store import Store
+
+    spec = from_dict({"collections": [{"name": "slice-plan", "docs": "data/docs.tsv", "topics": "data/topics.tsv",
+                                       "qrels": "data/qrels.txt"}],
+                      "datasets": ["slice-plan"], "measures": ["nDCG@10"],
+                      "retrievers": ["bm25", "bm25-pisa", "all-minilm-l6-v2",
+                                     {"as": "casc", "pipeline": "bm25-pisa % 20 >> all-minilm-l6-v2"}]},
+                     source=str(collection / "plan.yaml"))
+    plan = planning.make_plan(spec, Store(tmp_path / "cache"))
+    assert {r["lacks"] for r in plan.rows} == {""} and not any("unknown" in r["source"] for r in plan.rows)
+    text = planning.format_summary(plan)
+    assert "without an estimate" not in text and "0 GPU-hours + 0 CPU-hours" not in text
+    total = next(line for line in text.splitlines() if line.startswith("total: "))
+    assert "CPU-seconds" in total or "CPU-minutes" in total, total  # finer than 0.1 h
+    lines = planning.retriever_lines(plan)
+    assert lines[0].split()[:2] == ["retriever", "cells"]
+    by_name = {line.split()[0]: line for line in lines[1:]}
+    assert list(by_name) == ["bm25", "bm25-pisa", "all-minilm-l6-v2", "casc"]
+    for line in by_name.values():
+        assert line.split()[1] == "1" and line.rstrip().endswith(("nothing", "costed on their lines)")), line
+    bm25 = next(r for r in plan.rows if r["retriever"] == "bm25")
+    assert bm25["cpu_s"] > 0 and planning._duration(bm25["cpu_s"]) in by_name["bm25"]

@@ -131,6 +131,15 @@ def test_main_table_marks_and_bold_follow_the_experiment_test_and_caption_names_
             bold += cell.startswith("**")
     # the top-10 cut loses R@1000 and AP everywhere, and leaves nDCG@10 of bm25-pisa exactly as it was
     assert marks == 6 and bold == 2 and "▲" not in _row(md, "bm25-pisa")[1]
+    # † as results.md has it (issue 41): the 10-deep cut's AP and R@1000 look deeper than it returns
+    deep = results.set_index(["system", "measure"])["beyond_depth"].astype(str) == "True"
+    for system in SYSTEMS:
+        for measure, cell in zip(MEASURES, _row(md, system)):
+            assert ("†" in cell) == deep[(system, measure)], (system, measure)
+    assert [m for m, c in zip(MEASURES, _row(md, BASE)) if "†" in c] == ["AP", "R@1000"]
+    assert "†: the measure looks deeper than the system returns" in md
+    tex = (report / "report.tex").read_text()
+    assert r"\ensuremath{\dagger}: the measure looks deeper" in tex and "?:" not in tex
 
 
 def test_effect_sizes_are_computed_from_the_per_query_values(own):
@@ -270,3 +279,14 @@ def test_paired_tests_agree_with_ranx_on_the_same_runs(own):
             assert abs(p_ours - p_fisher) <= 4 * se + 2 / PERMUTATIONS, (system, measure, p_ours, p_fisher)
             checked += 1
     assert checked == 8
+
+
+def test_figures_come_as_png_svg_and_pdf_with_per_query_differences_to_the_baseline(own):
+    """Issue 41 (9): PNG only before; papers take vector figures. And a per-query difference plot against the
+    baseline (a mean change: a few large wins, or a broad shift?)."""
+    report = own / "out" / "report"
+    for stem in ("jaccard-vaswani", "delta-vaswani"):
+        assert (report / f"{stem}.png").read_bytes()[:4] == b"\x89PNG"
+        assert (report / f"{stem}.pdf").read_bytes()[:5] == b"%PDF-"
+        assert "<svg" in (report / f"{stem}.svg").read_text()[:2000]
+    assert "![delta-vaswani](delta-vaswani.png)" in (report / "report.md").read_text()

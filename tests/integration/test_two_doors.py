@@ -126,6 +126,9 @@ def test_results_csv_rows_are_identical(doors):
     assert flagged["named", "nDCG@10"] and flagged["named", "R@20"]  # 5 deep
     assert flagged["casc-dense", "AP"] and not flagged["casc-dense", "nDCG@10"]  # truncated vs bm25's 1000
     assert not flagged["bm25-pisa", "AP"]
+    # an intersection declares 30 but holds what both first stages share: its run's own depth decides (issue 41)
+    held = int(_run(doors["root"], "yaml", "inter")["qid"].value_counts().max())
+    assert held < 30 and flagged["inter", "R@20"] == (held < 20) and flagged["inter", "AP"]
     md = (doors["root"] / "yaml" / "results.md").read_text()
     assert "†: the measure looks deeper than the system returns" in md and "scifact-slice: named R@20" in md
 
@@ -219,3 +222,24 @@ def test_sampled_dataset_names_resolve_in_both_doors(tmp_path):
     assert irgrid.dataset("vaswani@q5s3").topics()["qid"].tolist() == seen[0].dataset.topics()["qid"].tolist()
     assert len(irgrid.retriever("bm25-pisa").pipeline("vaswani@q5s3").transform(
         irgrid.dataset("vaswani@q5s3").topics())["qid"].unique()) == 5
+
+
+def test_a_raw_python_sum_of_differently_scaled_entries_warns(doors):
+    """Issue 41: Python's `bm25 + dense` is PyTerrier's raw sum while the expression `bm25 + dense` normalises each
+    side: the Python door warns when a raw `+` adds two differently scaled entries, and only then."""
+    import warnings
+
+    import irgrid
+    from irgrid.runner.transforms import RawSumWarning
+
+    ds, mm = doors["ds"], irgrid.PerQueryMinMax
+    bm25 = irgrid.retriever("bm25-pisa").retriever(ds)
+    variant = irgrid.retriever("bm25-pisa").with_options(name="bm25-pisa-k1.2", k1=1.2).retriever(ds)
+    dense = irgrid.pipeline("all-minilm-l6-v2", ds)
+    with pytest.warns(RawSumWarning, match=r"bm25-pisa \+ all-minilm-l6-v2: PyTerrier's `\+` adds raw scores"):
+        raw = bm25 + dense
+    assert len(raw.search("cells")) > 0  # still PyTerrier's sum: a warning, not a refusal
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RawSumWarning)
+        bm25 + variant  # the same scale
+        (bm25 >> mm()) + (dense >> mm())  # normalised first, as the grammar does

@@ -27,20 +27,33 @@ PISA_GRID = {  # PISA only: seconds, no JVM
 }
 
 
-CHATTER = ("[info]", "WARNING: ", "IProgress not found", "TqdmWarning")  # PISA's spdlog, the JVM, tqdm without widgets
+CHATTER = ("[info]", "WARNING: ", "IProgress not found", "TqdmWarning",  # PISA's spdlog, the JVM, tqdm without widgets
+           "Traceback", "UserWarning", "Loading weights")  # an offline HTML repr, libraries' own bars (issue 41)
+WIDGET = "application/vnd.jupyter.widget-view+json"
 
 
-def execute(path: Path) -> None:
+def execute(path: Path, grid_cells: tuple[str, ...] = ("irgrid.run(",)):
+    """Run the notebook; no error, no chatter, and in the cells that run a grid no library progress bar: irgrid's
+    own progress is at most one line per stage (issue 41: 153 bars, one per latency-sample query)."""
     import nbformat
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
+    assert all(c.get("id") for c in nb.cells), f"{path.name}: cells without ids"
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     errors = [o for o in outputs if o.output_type == "error"]
     assert not errors, errors
     printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert not [c for c in CHATTER if c in printed], printed[-3000:]
+    for cell in nb.cells:
+        if cell.cell_type != "code" or not any(g in cell.source for g in grid_cells):
+            continue
+        bars = [o for o in cell.get("outputs", []) if o.output_type == "display_data" and WIDGET in o.get("data", {})]
+        assert not bars, f"{len(bars)} progress bars in the grid's cell"
+        text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.output_type == "stream")
+        assert "\x1b[" not in text and len(text.splitlines()) <= 20, text[-2000:]  # a few lines per index build
+    return nb
 
 
 def test_every_notebook_is_tested():
@@ -49,6 +62,9 @@ def test_every_notebook_is_tested():
     for path in NOTEBOOKS.glob("*.ipynb"):  # committed without outputs: they are regenerated, never stale
         nb = json.loads(path.read_text())
         assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code"), path
+        assert all(c.get("id") for c in nb["cells"]), f"{path.name}: cells without ids (nbformat 4.5)"
+        code = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+        assert "../results" not in code, f"{path.name} writes into the checkout"  # temporary folders only
 
 
 def test_compose_pipeline_notebook(shared_store, tmp_path, monkeypatch):
@@ -101,3 +117,37 @@ def test_stored_grid_figures_notebook(shared_store, tmp_path, monkeypatch):
 def _kernel_available():
     pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
+
+
+BARS_CELL = '''import pyterrier as pt
+
+import irgrid
+
+bm25 = irgrid.pipeline("bm25-pisa", "vaswani")
+
+
+class MyStep(pt.Transformer):  # a Python system whose step draws a PyTerrier bar on every call
+    def transform(self, df):
+        for _ in pt.tqdm(range(1), desc="my step"):
+            pass
+        return df
+
+
+r = irgrid.run({"name": "bars", "datasets": [{"name": "vaswani", "queries": 20, "seed": 0}], "retrievers": ["bm25-pisa"],
+                "measures": ["AP"], "latency_sample": 10}, OUT, extra={"mine": bm25 >> MyStep()}, keys={"mine": "bars-v1"})
+assert r.ok, r.failures'''
+
+
+def test_a_python_system_in_a_notebook_grid_draws_no_bar_per_query(shared_store, tmp_path):
+    """Issue 41: `irgrid.run(..., extra=...)` in Jupyter printed one `0/1 ... 1/1` bar per latency-sample query per
+    Python system (here 12: warm-up, the run, 10 samples; measured 24 bar lines before the fix), the CLI none."""
+    import nbformat
+
+    path = tmp_path / "bars.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(f"OUT = {str(tmp_path / 'out')!r}\n" + BARS_CELL)]
+    nbformat.write(nb, path)
+    outputs = execute(path).cells[0].outputs
+    text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    widgets = [o for o in outputs if o.output_type == "display_data" and WIDGET in o.get("data", {})]
+    assert "my step" not in text and not widgets, text[-2000:]

@@ -131,3 +131,25 @@ def test_closed_sets_are_enums_that_read_and_print_as_their_names():
     with pytest.raises(ValueError, match="dataset 'mine': group 'beirr' is not one of msmarco, beir, lotte"):
         Dataset("mine", corpus="mine", group="beirr")
     assert {e.family for e in ENTRIES} <= set(Family)
+
+
+def test_names_a_pyterrier_user_types_point_at_the_entry_that_implements_them():
+    """Issue 41: the design card's `doc2query >> BM25` was refused without naming `doct5query`; paper names and
+    other cases of a name get the entry to write; a collection put under `datasets:` is sent to `collections:`."""
+    from irgrid.runner.experiment import ExperimentError, from_dict
+
+    def refusal(pipeline: str) -> str:
+        with pytest.raises(ExperimentError) as e:
+            from_dict({"datasets": ["vaswani"], "retrievers": [{"as": "x", "pipeline": pipeline}]})
+        return str(e.value)
+
+    assert "It is the entry 'doct5query' here" in refusal("doc2query >> BM25")
+    assert "'doc2query >> BM25' is written 'doct5query'" in refusal("doc2query >> BM25")
+    assert "Names are lower case: write 'bm25'" in refusal("doct5query >> BM25")
+    assert "write 'splade-v3'" in refusal("SPLADE-v3")
+    assert "Did you mean 'bm25'" in refusal("bm25x")  # spelling still suggests
+    with pytest.raises(ExperimentError) as e:
+        from_dict({"datasets": [{"name": "mine", "docs": "d.jsonl", "topics": "t.tsv", "qrels": "q.txt"}],
+                   "retrievers": ["bm25"]})
+    assert "declare it under `collections:`" in str(e.value) and "datasets: [mine]" in str(e.value)
+    assert "Did you mean 'queries'" not in str(e.value)

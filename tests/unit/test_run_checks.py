@@ -3,6 +3,7 @@ depth an expression declares; which measures look deeper than a system returns; 
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -81,6 +82,32 @@ def test_an_expression_declares_its_depth():
     spec = from_dict({"datasets": ["vaswani"], "retrievers": [{"as": k, "pipeline": v} for k, v in items.items()]})
     depth = {r.name: r.depth() for r in spec.retrievers}
     assert depth == {"casc": 50, "top": 10, "fuse": 1000, "lin": 2000, "union": 30, "inter": 10}
+
+
+def test_an_intersection_is_flagged_at_the_depth_its_run_really_has():
+    """Issue 41: `(a % 100 & b % 100) >> c` declares 100 but held at most 41 documents per query; its R@100 (and
+    AP) look deeper than it returns, while a run as deep as it declares keeps its nominal depth."""
+    import irgrid.measures as m
+    from irgrid.runner.checks import run_depth
+    from irgrid.runner.experiment import from_dict
+
+    spec = from_dict({"datasets": ["vaswani"], "retrievers": [
+        "bm25", {"as": "inter", "pipeline": "(bm25 % 100 & bm25-pisa % 100) >> all-minilm-l6-v2"}]})
+    bm25, inter = spec.retrievers
+    assert inter.depth() == 100
+    shallow = pd.DataFrame({"qid": ["1"] * 41 + ["2"] * 7, "docno": [f"d{i}" for i in range(48)],
+                            "score": np.arange(48, 0, -1, dtype=float)})
+    full = pd.DataFrame({"qid": ["1"] * 1000, "docno": [f"d{i}" for i in range(1000)],
+                         "score": np.arange(1000, 0, -1, dtype=float)})
+    reach = 1000  # bm25's run
+    assert run_depth(inter, shallow, reach) == 41  # the run's own depth, not the nominal 100
+    assert run_depth(bm25, full, reach) == 1000 and run_depth(inter, full.head(100), reach) == 100
+    r100, ndcg10, ap = m.parse("R@100"), m.parse("nDCG@10"), m.parse("AP")
+    assert beyond_depth(r100, run_depth(inter, shallow, reach), reach)
+    assert not beyond_depth(ndcg10, run_depth(inter, shallow, reach), reach)
+    assert not beyond_depth(r100, run_depth(inter, full.head(100), reach), reach)  # 100 held: R@100 is not cut
+    # BM25 (declared 1,000) holding 140 of a 150-document collection is not cut: that is its matching
+    assert run_depth(bm25, full.head(140), 150) == 1000 and not beyond_depth(ap, run_depth(bm25, full.head(140), 150), 150)
 
 
 def test_sampled_dataset_names_resolve_to_the_sample():

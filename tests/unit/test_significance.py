@@ -137,10 +137,10 @@ def test_meta_analysis_of_one_dataset_reports_no_heterogeneity():
 def test_latex_escape_is_ascii_for_every_symbol_the_report_prints():
     from irgrid.report.render import LEGEND, tex_escape
 
-    text = LEGEND + " Δσ τ² I² 0.30 ▲ ▼ Σ ⇈ ⇊ ↑ ↓ × ± α ≥ ≤ – — … Holm-Šidák naïve μ̂"
+    text = LEGEND + " Δσ τ² I² 0.30 ▲ ▼ Σ ⇈ ⇊ ↑ ↓ × ± α ≥ ≤ – — … Holm-Šidák naïve μ̂ †: deeper"
     out = tex_escape(text)
-    assert out.isascii()
-    for macro in (r"\upuparrows", r"\downdownarrows", r"\blacktriangle", r"\Sigma", r"\tau"):
+    assert out.isascii() and r"\ensuremath{\dagger}: deeper" in out  # † was printed as '?' (issue 41)
+    for macro in (r"\upuparrows", r"\downdownarrows", r"\blacktriangle", r"\Sigma", r"\tau", r"\dagger"):
         assert macro in out
 
 

@@ -463,7 +463,34 @@ def _load_entries() -> None:
     entries.load()
 
 
-RETRIEVERS: Registry[Retriever] = Registry("retriever", populate=_load_entries)
+# Names a PyTerrier user types for what one entry here implements (not registered: a name keys caches and runs;
+# the error names the entry to write instead). The paper's names (`paper_name`) and other cases are found too.
+ALIASES: dict[str, tuple[str, str]] = {
+    "doc2query": ("doct5query", "documents expanded by doc2query/msmarco-t5-base-v1 questions, then indexed for "
+                                "BM25: PyTerrier's `Doc2Query(...) >> indexer` is this one entry, so "
+                                "'doc2query >> BM25' is written 'doct5query'"),
+    "doc2query-t5": ("doct5query", "docT5query (doc2query with T5)"),
+    "bm25-lucene": ("bm25", "Lucene BM25, the paper's"),
+    "terrier-bm25": ("bm25", "Terrier does not run offline here; Lucene BM25 (the paper's) or PISA's 'bm25-pisa'"),
+}
+
+
+def _alias_hint(name: str, known: list[str]) -> str | None:
+    """'It is the entry X here (why)' for an alias, another case of a name, or the paper's name of an entry."""
+    key = name.strip().lower()
+    if key in ALIASES:
+        target, why = ALIASES[key]
+        return f"It is the entry {target!r} here: {why}."
+    same = [k for k in known if k.lower() == key]
+    if same:
+        return f"Names are lower case: write {same[0]!r}."
+    paper = [r.name for r in RETRIEVERS if (r.paper_name or "").lower() == key]
+    if paper:
+        return f"{name!r} is the paper's name of the entry {paper[0]!r}: write {paper[0]!r}."
+    return None
+
+
+RETRIEVERS: Registry[Retriever] = Registry("retriever", populate=_load_entries, hint=_alias_hint)
 
 
 def register(entry: Retriever) -> Retriever:

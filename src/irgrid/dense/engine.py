@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from irgrid.models.devices import pick_device
+from irgrid.util.console import advance
 
 if TYPE_CHECKING:
 
@@ -132,6 +133,7 @@ class Engine:
                     arr = result.cpu().numpy()
                     for j, i in enumerate(batch):
                         out[i] = arr[j]
+                advance(len(batch))  # an index build's bar moves per batch (nothing at query time)
         return out
 
     def encode(self, texts: Sequence[str]) -> Any:

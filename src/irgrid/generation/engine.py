@@ -139,20 +139,17 @@ class Generator:
 
     def _generate_missing(self, missing: list[str]) -> dict[str, tuple[str, float]]:
         """Generate in batches, each committed as one transaction (a killed pass keeps its finished batches)."""
-        from tqdm.auto import tqdm
+        from irgrid.util.console import Progress
 
-        from irgrid.util.console import progress_stream
-
-        stream = progress_stream()  # one bar per generation pass, in prompts, with rate and ETA
-        bar = tqdm(total=len(missing), desc=f"generating with {self.resolved.ref}", unit="prompt",
-                   file=stream, mininterval=0.5 if stream.isatty() else 30, leave=False)
+        # one bar per generation pass, in prompts, with rate and ETA (plain lines in a log file)
+        bar = Progress(len(missing), f"generating with {self.resolved.ref}", unit="prompt")
         out: dict[str, tuple[str, float]] = {}
         meta = json.dumps({"model": str(self.resolved.ref), "source": self.resolved.source})
         for start in range(0, len(missing), self.decoding.batch_size):
             batch = missing[start: start + self.decoding.batch_size]
             t0 = time.perf_counter()
             outputs = self._generate_batch(batch)
-            bar.update(len(batch))
+            bar.advance(len(batch))
             per_item = (time.perf_counter() - t0) / len(batch)
             self.stats.calls += len(batch)
             self.stats.model_seconds += per_item * len(batch)

@@ -63,6 +63,8 @@ def _gguf_folder(model_id: str, check_only: bool = False) -> tuple[str, Path] | 
     if not check_only:  # dequantised once under its lock, with a manifest (older folders: adopted)
         store.publish_folder(folder, lambda tmp: _dequantise(gguf, tmp), "gguf", legacy="config.json",
                              model=model_id, package=dist)
+    elif not folder.exists():  # a plan or `irgrid resolve`: say that the folder is still to be made
+        return f"{dist} (GGUF, dequantised into this folder on first use)", folder
     return f"{dist} (GGUF, dequantised)", folder
 
 

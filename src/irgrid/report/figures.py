@@ -109,7 +109,7 @@ def figure1(grid: Grid, path: Path) -> Path:
         fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False,
                    bbox_to_anchor=(0.5, foot))
     fig.tight_layout(rect=(0, foot + (0.07 if handles else 0.01), 1, 1))
-    fig.savefig(path, dpi=150)
+    _save(fig, path)
     plt.close(fig)
     return path
 
@@ -133,6 +133,57 @@ def jaccard_figure(matrix: pd.DataFrame, title: str, path: Path) -> Path:
     ax.set_title(title, fontsize=9)
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="Jaccard")
     fig.tight_layout()
+    _save(fig, path)
+    plt.close(fig)
+    return path
+
+
+VECTOR_FORMATS = ("svg", "pdf")  # beside every PNG: papers take vector figures
+
+
+def vector_copies(path: Path) -> list[Path]:
+    """The SVG and PDF written beside a figure's PNG."""
+    return [path.with_suffix(f".{ext}") for ext in VECTOR_FORMATS]
+
+
+def _save(fig, path: Path) -> None:
     fig.savefig(path, dpi=150)
+    for copy in vector_copies(path):
+        fig.savefig(copy, metadata={"Date": None} if copy.suffix == ".svg" else {"CreationDate": None})
+
+
+def delta_figure(grid: Grid, dataset: str, path: Path) -> Path | None:
+    """Per-query differences to the baseline on the dataset's first measure, sorted, one panel per system: whether
+    a mean change is a few large wins or a broad shift (the paper's tables show means only). None without a
+    baseline or another system."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    base = grid.baseline
+    measure = grid.measures(dataset)[0]
+    pq = grid.perquery[(grid.perquery["dataset"] == dataset) & (grid.perquery["measure"] == measure)]
+    wide = pq.pivot_table(index="qid", columns="system", values="value")
+    others = [s for s in grid.systems(dataset) if s != base and s in wide.columns]
+    if base is None or base not in wide.columns or not others:
+        return None
+    cols = min(3, len(others))
+    rows_n = -(-len(others) // cols)
+    fig, axes = plt.subplots(rows_n, cols, figsize=(4.2 * cols, 3.0 * rows_n), sharey=True, squeeze=False)
+    for ax, system in zip(axes.flat, others):
+        delta = (wide[system] - wide[base]).dropna().sort_values()
+        ax.bar(range(len(delta)), delta.to_numpy(), width=1.0,
+               color=["tab:red" if d < 0 else "tab:green" for d in delta])
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set_title(f"{system} − {base}\n{int((delta > 0).sum())} up, {int((delta < 0).sum())} down, "
+                     f"{int((delta == 0).sum())} tied", fontsize=8)
+        ax.set_xlabel("queries, sorted", fontsize=8)
+    for ax in list(axes.flat)[len(others):]:
+        ax.axis("off")
+    axes[0][0].set_ylabel(f"Δ {measure}", fontsize=8)
+    fig.suptitle(f"Per-query differences to the baseline: {dataset}", fontsize=9)
+    fig.tight_layout()
+    _save(fig, path)
     plt.close(fig)
     return path

@@ -279,6 +279,10 @@ def _significant(r: dict[str, Any] | None) -> bool:
     return r is not None and r.get("significant") is True
 
 
+DEPTH_NOTE = ("†: the measure looks deeper than the system returns (a cut-off above the depth its run holds, or no "
+              "cut-off on a run shorter than the deepest compared): part of the value is truncation, not ranking.")
+
+
 def main_tables(grid: Grid, a: Analyses) -> list[Table]:
     """Per dataset group, the grid's systems x (dataset, measure): mean with its 95% bootstrap CI, ▲/▼ where the
     experiment's test (after its correction) finds the system better/worse than the baseline, bold only for a
@@ -287,7 +291,11 @@ def main_tables(grid: Grid, a: Analyses) -> list[Table]:
     st = a.params["statistics"]
     base, all_pairs, alpha = st["baseline"], st["comparisons"] == "all-pairs", st["alpha"]
     comp = a.comparisons
-    value = grid.results[grid.results["measure"] != "ms/query"].set_index(["dataset", "system", "measure"])["value"]
+    scored = grid.results[grid.results["measure"] != "ms/query"].set_index(["dataset", "system", "measure"])
+    value = scored["value"]
+    # † as results.md marks it: the measure looks deeper than the system returns (results.csv `beyond_depth`)
+    deep = (scored["beyond_depth"].astype(str) == "True" if "beyond_depth" in scored.columns
+            else pd.Series(False, index=scored.index))
     boot = a.bootstrap.set_index(["dataset", "system", "measure"])
     datasets = [d for d in grid.datasets if d not in paper.AGGREGATES]
     groups: dict[str, list[str]] = {}
@@ -313,7 +321,8 @@ def main_tables(grid: Grid, a: Analyses) -> list[Table]:
                 ci = ""
                 if (d, s, m) in boot.index:
                     ci = f" [{boot.at[(d, s, m), 'ci_low']:.3f}, {boot.at[(d, s, m), 'ci_high']:.3f}]"
-                row.append(TableCell(f"{float(v):.4f}{mark}{ci}"))
+                dagger = " †" if bool(deep.get((d, s, m), False)) else ""
+                row.append(TableCell(f"{float(v):.4f}{mark}{dagger}{ci}"))
             rows.append(row)
         for j, (d, m) in enumerate(cols, start=1):  # bold: the best, where the test supports it
             vals = {s: value.get((d, s, m)) for s in systems}
@@ -350,6 +359,8 @@ def main_tables(grid: Grid, a: Analyses) -> list[Table]:
         untested = _untested(comp, members)
         if untested:
             notes.append(untested)
+        if any(bool(deep.get((d, s, m), False)) for s in systems for d, m in cols):
+            notes.append(DEPTH_NOTE)
         tables.append(Table(f"main-{slug(group)}", title, ["system"] + [f"{d} {m}" if len(members) > 1 else m
                                                                           for d, m in cols], rows, notes))
     return tables

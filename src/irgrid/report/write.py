@@ -7,10 +7,11 @@ import html
 from collections.abc import Sequence
 from pathlib import Path
 
+from irgrid import paper as paper_mod
 from irgrid.report import failures
 from irgrid.report import stats as stats_mod
 from irgrid.report.analyses import Analyses, analyse
-from irgrid.report.figures import figure1, jaccard_figure
+from irgrid.report.figures import delta_figure, figure1, jaccard_figure, vector_copies
 from irgrid.report.render import LEGEND, TEX_PACKAGES, Table, tex_escape, to_html, to_latex, to_markdown
 from irgrid.report.stored import Grid, load
 from irgrid.report.tables import build_tables, jaccard_square, paper_tables_for
@@ -55,7 +56,13 @@ def write_report(out: str | Path, to: str | Path | None = None, n_resamples: int
         m = jaccard_square(a, grid, dataset)
         figures.append(jaccard_figure(m, f"Hard-query overlap (worst {fraction:.0%})\n{dataset}",
                                       to / f"jaccard-{slug(dataset)}.png"))
-    written += figures
+    for dataset in grid.datasets:  # per-query differences to the baseline (a mean change: few big wins or broad?)
+        if dataset in paper_mod.AGGREGATES:
+            continue
+        delta = delta_figure(grid, dataset, to / f"delta-{slug(dataset)}.png")
+        if delta is not None:
+            figures.append(delta)
+    written += figures + [copy for f in figures for copy in vector_copies(f)]  # PNG, and SVG/PDF for papers
     written += _write_documents(grid, a, tables, figures, to, legend=bool(shown))
     written += _write_claims_and_card(grid, to, shown, n_resamples, seed, reference)
     return written

@@ -31,7 +31,7 @@ from irgrid.models import resolver as models_mod
 from irgrid.runner.checks import RunCheckError, check_run, depth_of
 from irgrid.store import CacheError, Store
 from irgrid.util import settings
-from irgrid.util.console import progress_stream, quiet_native
+from irgrid.util.console import quiet_native, reporting
 
 log = logging.getLogger("irgrid")
 
@@ -84,7 +84,13 @@ def ensure_index(recipe: IndexRecipe, dataset: Dataset, store: Store, model_map:
         def build(tmp: Path) -> None:
             ctx = BuildContext(path=tmp, params=recipe.params, models=resolved, docs=tracked,
                                docs_count=docs_count, device=settings.device(), fielded=fielded)
-            recipe.build(ctx)
+            passes = [t for t in (tracked, fielded) if t is not None]
+            try:
+                with reporting(_OpenPass(passes)):  # encoders report each finished batch: the bar moves per batch
+                    recipe.build(ctx)
+            finally:
+                for t in passes:
+                    t.finish()
             # a builder that swallowed a reading error never publishes a partial index
             (fielded if fielded is not None and (fielded.count or fielded.error) else tracked).check()
 
@@ -147,6 +153,20 @@ def disk_note(path: Path) -> str:
 _EMPTY_WARNED: set[str] = set()  # corpora whose documents without text were named in this process
 
 
+class _OpenPass:
+    """Where a builder's finished batches go: the pass whose documents it is reading (the flat stream or the
+    fielded one; a builder reads one of the two)."""
+
+    def __init__(self, passes: list[_TrackedDocs]):
+        self.passes = passes
+
+    def advance(self, n: int) -> None:
+        for p in self.passes:
+            if p._bar is not None:
+                p.advance(n)
+                return
+
+
 class _TrackedDocs:
     """The documents as a builder sees them, remembering whether the last pass ended, failed or saw nothing.
 
@@ -155,6 +175,7 @@ class _TrackedDocs:
 
     def __init__(self, docs, corpus: str, total: int | None = None, desc: str = ""):
         self._docs, self._corpus, self._total, self._desc = docs, corpus, total, desc
+        self._bar = None
         self.error: BaseException | None = None
         self.count = 0
         self.finished = False
@@ -162,30 +183,43 @@ class _TrackedDocs:
 
     def __call__(self):
         """One progress bar per pass, in documents, with rate and ETA (the builder's own bars are silenced)."""
-        from tqdm.auto import tqdm
+        from irgrid.util.console import Progress
 
         self.error, self.count, self.finished, self.empty = None, 0, False, []
-        stream = progress_stream()
-        bar = tqdm(total=self._total or None, desc=self._desc or self._corpus, unit="doc", unit_scale=True,
-                   file=stream, mininterval=0.5 if stream.isatty() else 30, disable=not self._desc, leave=False)
+        self.finish()  # an earlier pass's bar
+        bar = self._bar = Progress(self._total, self._desc) if self._desc else None
         try:
             for doc in self._docs():
                 self.count += 1
                 if not str(doc.get("text") or "").strip():
                     self.empty.append(str(doc.get("docno")))
-                bar.update()
+                if bar is not None:
+                    bar.on_read()
                 yield doc
         except BaseException as e:
             self.error = e
+            self.finish()
             raise
-        finally:
-            bar.close()
-        self.finished = True
+        self.finished = True  # the bar stays open: encoders still work on what was read (closed by `finish`)
         if self.empty and self._corpus not in _EMPTY_WARNED:  # once per corpus (a stage pass, then the index's)
             _EMPTY_WARNED.add(self._corpus)
             log.warning("%s: %d of %d documents have no text (e.g. %s): they are indexed empty, no query retrieves "
                         "them, and document expansion leaves them empty", self._corpus, len(self.empty), self.count,
                         ", ".join(self.empty[:5]))
+
+    def advance(self, n: int) -> None:
+        """A batch of `n` documents finished by the builder (console.advance, per batch): the bar follows it."""
+        bar = self._bar
+        if bar is not None:
+            bar.advance(n)
+            if bar.complete:
+                self.finish()
+
+    def finish(self) -> None:
+        """Close the current pass's bar (its last line in a log file)."""
+        bar, self._bar = getattr(self, "_bar", None), None
+        if bar is not None:
+            bar.close()
 
     def check(self) -> None:
         if self.error is not None:
@@ -223,8 +257,11 @@ def _write_stage(stage, dataset: Dataset, store: Store, docs, docs_count: int, m
             yield from pd.DataFrame(chunk).pipe(transformer.transform).to_dict("records")
         tracked.check()
 
-    with quiet_native(f"document stage {stage.name} on {dataset.corpus}"):
-        store.write_stage(stage, dataset, records())
+    with quiet_native(f"document stage {stage.name} on {dataset.corpus}"), reporting(tracked):
+        try:
+            store.write_stage(stage, dataset, records())
+        finally:
+            tracked.finish()
 
 
 def build_pipeline(cell: GridCell, dataset: str | Dataset | None = None, store: Store | None = None,
@@ -245,9 +282,9 @@ def build_pipeline(cell: GridCell, dataset: str | Dataset | None = None, store: 
     inner = cell.build(ds, store or store_mod.current(), model_map, live=live)
     if not check_queries:
         return inner
-    from irgrid.runner.transforms import CheckQueries
+    from irgrid.runner.transforms import CheckQueries, EntryPipeline
 
-    checked = CheckQueries() >> inner
+    checked = EntryPipeline(CheckQueries(), inner, entry=cell)  # a raw `+` of differently scaled entries warns
     if hasattr(inner, "expression"):  # irgrid.pipeline("EXPR", ds) in extra=/names=: still the YAML item's cell
         checked.expression = inner.expression
     return checked

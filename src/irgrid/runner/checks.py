@@ -107,10 +107,19 @@ def depth_of(retriever: Any) -> int | None:
 EVALUATION_DEPTH = 1000  # TREC's usual run depth: a run at least this deep is not "truncated" for AP, R, nDCG
 
 
-def run_depth(retriever: Any, res: pd.DataFrame) -> int:
-    """The depth a run is compared at: the declared one, else the most results it holds for a query."""
+def run_depth(retriever: Any, res: pd.DataFrame, reach: int | None = None) -> int:
+    """The depth a run is compared at. A system declared shallower than `reach` (the deepest compared run) is cut:
+    its run's own depth counts, never more than it declares. Why: a declared depth is a ceiling, not a promise; an
+    intersection of two cut-offs (`(a % 100 & b % 100) >> c`) declares 100 yet may hold 41 documents per query,
+    and its R@100 then looks deeper than it returns (issue 41). A system declared at least as deep as `reach` is
+    not cut: fewer results are then its matching (BM25 on a small collection), not truncation."""
     declared = depth_of(retriever)
-    return declared if declared is not None else observed_depth(res)
+    observed = observed_depth(res)
+    if declared is None:
+        return observed
+    if reach is not None and declared >= reach:
+        return declared
+    return min(declared, observed)
 
 
 def observed_depth(res: pd.DataFrame) -> int:

@@ -140,6 +140,13 @@ def parse_measure(text: str, where: str):
 def dataset_item(item: Any, where: str, lookup: Callable[[str, str], ds_mod.Dataset], source: str) -> ds_mod.Dataset:
     """A dataset name, or {name, queries, seed} for a fixed random subset of its queries."""
     if isinstance(item, dict):
+        files = sorted({"docs", "topics", "qrels"} & set(item))
+        if files:  # a bring-your-own collection put under datasets: (it was "Did you mean 'queries'?", issue 41)
+            name = item.get("name", "my-collection")
+            raise ExperimentError(
+                f"{source}: {where}: {', '.join(files)} belong to a collection of your own files: declare it under "
+                f"`collections:` ({{name: {name}, docs: ..., topics: ..., qrels: ...}}) and name it in `datasets:` "
+                f"(datasets: [{name}])")
         DATASET_SCHEMA.check(item, f"{source}: {where}", ExperimentError)
         ds = lookup(str(item["name"]), where)
         if "queries" not in item:

@@ -111,6 +111,7 @@ class Cost:
     disk: float = 0.0
     sources: set[str] = field(default_factory=set)
     unknown: bool = False
+    why: set[str] = field(default_factory=set)  # what the estimate lacks, in words (said once per retriever)
 
     def add(self, other: Cost) -> None:
         self.cpu_s += other.cpu_s
@@ -118,6 +119,11 @@ class Cost:
         self.disk += other.disk
         self.sources |= other.sources
         self.unknown |= other.unknown
+        self.why |= other.why
+
+    def lacks(self, why: str) -> None:
+        self.unknown = True
+        self.why.add(why)
 
 
 def measured(store: Store) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
@@ -170,7 +176,7 @@ class Estimator:
     def index(self, recipe: IndexRecipe, docs: int | None) -> Cost:
         cost = Cost()
         if docs is None:
-            cost.unknown = True
+            cost.lacks("the corpus's document count (not staged, no published count)")
             return cost
         models = recipe.all_models()
         backend = self._backend(recipe)
@@ -195,7 +201,7 @@ class Estimator:
                 cost.cpu_s += fit.at(docs)
                 cost.sources.add("scale fit")
             elif not models:
-                cost.unknown = True
+                cost.lacks(f"an index build-time fit for {backend or recipe.name}")
         if recipe.name in self.index_bytes:
             cost.disk += docs * self.index_bytes[recipe.name]
         elif backend and (backend, "index_bytes") in self.fits:
@@ -206,7 +212,7 @@ class Estimator:
         """Running the queries of one cell: query-side models, then the search itself."""
         cost = Cost()
         if queries is None:
-            cost.unknown = True
+            cost.lacks("the dataset's query count (not staged, no published count)")
             return cost
         if retriever.name in self.query_ms:
             cost.cpu_s += queries * self.query_ms[retriever.name] / 1000
@@ -226,7 +232,7 @@ class Estimator:
             cost.cpu_s += queries / max(fit.at(docs), 1e-9)
             cost.sources.add("scale fit")
         elif retriever.index is not None:
-            cost.unknown = True
+            cost.lacks(f"a search-time fit for {backend or retriever.index.name}")
         return cost
 
 
@@ -270,6 +276,14 @@ def _count(value: Any, fallback) -> int | None:
         return None
 
 
+def _queries_count(dataset: Dataset) -> int:
+    """ir_datasets' query count; a collection of local files (bring-your-own) has none, so its topics are read:
+    cheap, and never a download (its cells were "without an estimate" before, issue 41)."""
+    if dataset.files:
+        return len(dataset.topics())
+    return int(dataset.irds().queries_count())
+
+
 def make_plan(spec: Any, store: Store) -> Plan:
     """Every cell's status and cost; missing models and corpora once each; index builds once per corpus."""
     from irgrid.runner.cell import resolve_models
@@ -302,12 +316,14 @@ def make_plan(spec: Any, store: Store) -> Plan:
         corpus = dataset.corpus_dataset()
         docs = _count(corpus.counts.docs or dataset.counts.docs, corpus.docs_count)
         queries = _count(dataset.sample[0] if dataset.sample else dataset.counts.queries,
-                         lambda d=dataset: d.irds().queries_count())
+                         lambda d=dataset: _queries_count(d))
         for r in spec.cells_on(dataset):  # bound to the dataset: the keys and folders the grid uses
             row: dict[str, Any] = {"dataset": dataset.name, "retriever": r.name, "family": r.family,
                                    "status": "cached", "index": "-", "missing_models": " ".join(model_ok[r.name]),
-                                   "missing_data": "", "cpu_s": 0.0, "gpu_s": 0.0, "disk_bytes": 0.0, "source": ""}
+                                   "missing_data": "", "cpu_s": 0.0, "gpu_s": 0.0, "disk_bytes": 0.0, "source": "",
+                                   "lacks": ""}
             rows.append(row)
+            row["corpus"] = corpus.corpus
             if store.has_run(r, dataset):
                 continue
             cost = est.queries(r, queries, docs)
@@ -338,24 +354,91 @@ def make_plan(spec: Any, store: Store) -> Plan:
                 missing_models[key]["cells"] += 1
             row["status"] = "blocked here" if row["missing_models"] or row["missing_data"] else "to run"
             row.update(cpu_s=cost.cpu_s, gpu_s=cost.gpu_s, disk_bytes=cost.disk,
-                       source="+".join(sorted(cost.sources)) + ("+unknown" if cost.unknown else ""))
+                       source="+".join(sorted(cost.sources)) + ("+unknown" if cost.unknown else ""),
+                       lacks="; ".join(sorted(cost.why)))
             families.setdefault(r.family, Cost()).add(cost)
     return Plan(rows, missing_models, corpora, indexes, families, len(cached_indexes))
 
 
-def _hours(seconds: float) -> str:
-    return f"{seconds / 3600:,.1f} h" if seconds >= 360 else f"{seconds / 3600:.2f} h"
+def _duration(seconds: float) -> str:
+    """A projected time a person reads at a glance: seconds, minutes, then hours (0.1 h was the finest before,
+    so a small grid read "0 GPU-hours + 0 CPU-hours")."""
+    if seconds <= 0:
+        return "–"
+    if seconds < 1:
+        return "<1 s"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:,.1f} h"
+
+
+def _total_time(seconds: float, kind: str) -> str:
+    """'1,263 GPU-hours', '1.4 GPU-hours', '12 GPU-minutes', '40 GPU-seconds'."""
+    if seconds >= 36_000:
+        return f"{seconds / 3600:,.0f} {kind}-hours"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} {kind}-hours"
+    if seconds >= 60:
+        return f"{seconds / 60:.0f} {kind}-minutes"
+    if seconds >= 1:
+        return f"{seconds:.0f} {kind}-seconds"
+    return f"<1 {kind}-second" if seconds > 0 else f"0 {kind}-hours"
 
 
 def _bytes(n: float) -> str:
+    if n <= 0:
+        return "–"
     for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
         if n >= size:
             return f"{n / size:,.1f} {unit}"
     return f"{n / 1e6:.2f} MB"
 
 
+def _listed(items: list[str], n: int = 3) -> str:
+    return ", ".join(items[:n]) + (f" +{len(items) - n} more" if len(items) > n else "")
+
+
+LINE = 160  # the widest line of the summary's tables
+
+
+def retriever_lines(plan: Plan) -> list[str]:
+    """One line per retriever, every one (BM25 too, which needs no checkpoint): its cells still to run, their
+    projected GPU and CPU time and disk, and what is missing here before they can run."""
+    names = list(dict.fromkeys(r["retriever"] for r in plan.rows))
+    width = max([len(n) for n in names] + [9])
+    out = [f"  {'retriever':<{width}} {'cells':>6} {'GPU':>8} {'CPU':>8} {'disk':>10}  missing here",]
+    for name in names:
+        mine = [r for r in plan.rows if r["retriever"] == name]
+        todo = [r for r in mine if r["status"] != "cached"]
+        gpu, cpu, disk = (sum(r[k] for r in todo) for k in ("gpu_s", "cpu_s", "disk_bytes"))
+        models = list(dict.fromkeys(m.split("@")[0] for r in todo for m in r["missing_models"].split()))
+        corpora = list(dict.fromkeys(r["missing_data"] for r in todo if r["missing_data"]))
+        missing = []
+        if corpora:
+            n_corpora = len({r["corpus"] for r in todo})
+            missing.append(f"corpus {corpora[0]}" if len(corpora) == 1 == n_corpora
+                           else f"{len(corpora)} of {n_corpora} corpora")
+        if models:  # ids only: the staging commands (with revisions) are listed once above
+            missing.append(f"checkpoint{'s' if len(models) > 1 else ''} {_listed(models, 2)}")
+        lacks = list(dict.fromkeys(w for r in todo for w in r["lacks"].split("; ") if w))
+        unknown = sum("unknown" in r["source"] for r in todo)
+        text = "; ".join(missing) or ("nothing (all cached)" if not todo else "nothing")
+        if todo and mine[0]["family"] == "pipeline" and not lacks:
+            text += " (its first stages are cells of their own, costed on their lines)"
+        cells = f"{len(todo)}" + (f"+{len(mine) - len(todo)}c" if len(todo) < len(mine) else "")
+        line = f"  {name:<{width}} {cells:>6} {_duration(gpu):>8} {_duration(cpu):>8} {_bytes(disk):>10}  {text}"
+        out.append(line if len(line) <= LINE else line[:LINE - 1] + "…")  # every detail: --format csv
+        if lacks:  # why a cost is partial, on its own line: never cut off
+            out += textwrap.wrap(f"no estimate for {unknown} of its cells: it lacks {'; '.join(lacks)}", LINE - 8,
+                                 initial_indent=" " * (width + 8), subsequent_indent=" " * (width + 10))
+    return out
+
+
 def format_summary(plan: Plan, source: str = "") -> str:
-    """The compact view: counts, what to stage (once each), index builds, cost per family and the total."""
+    """The compact view: counts, what to stage (once each), index builds, cost per family and per retriever, and
+    the total."""
     rows = plan.rows
     status = {s: sum(r["status"] == s for r in rows) for s in ("cached", "to run", "blocked here")}
     n_ds, n_r = len({r["dataset"] for r in rows}), len({r["retriever"] for r in rows})
@@ -384,7 +467,7 @@ def format_summary(plan: Plan, source: str = "") -> str:
     out.append(f"index builds: {len(plan.indexes)} to build (one per index recipe and corpus; datasets sharing a "
                f"corpus share it), {plan.cached_indexes} cached")
     out.append("")
-    header = f"  {'family':<17} {'cells':>6} {'builds':>6} {'GPU-h':>9} {'CPU-h':>9} {'disk':>10}  source"
+    header = f"  {'family':<17} {'cells':>6} {'builds':>6} {'GPU':>9} {'CPU':>9} {'disk':>10}  source"
     out += ["projected cost of the cells still to run (blocked ones included, as once staged):", header]
     total = Cost()
     for fam in sorted(plan.families):
@@ -392,13 +475,17 @@ def format_summary(plan: Plan, source: str = "") -> str:
         cells = sum(r["family"] == fam and r["status"] != "cached" for r in rows)
         builds = sum(i["family"] == fam for i in plan.indexes.values())
         unknown = sum(r["family"] == fam and "unknown" in r["source"] for r in rows)
-        src = "+".join(sorted(c.sources)) + (f"; {unknown} cells without an estimate" if unknown else "")
-        out.append(f"  {fam:<17} {cells:>6} {builds:>6} {c.gpu_s / 3600:>9,.1f} {c.cpu_s / 3600:>9,.1f} "
+        src = " + ".join(sorted(c.sources)) or ("nothing to estimate" if not unknown else "")
+        if unknown:
+            src += f"{'; ' if src else ''}{unknown} of {cells} cells without an estimate (see the retrievers below)"
+        out.append(f"  {fam:<17} {cells:>6} {builds:>6} {_duration(c.gpu_s):>9} {_duration(c.cpu_s):>9} "
                    f"{_bytes(c.disk):>10}  {src}")
         total.add(c)
     out.append(f"  {'total':<17} {sum(r['status'] != 'cached' for r in rows):>6} {len(plan.indexes):>6} "
-               f"{total.gpu_s / 3600:>9,.1f} {total.cpu_s / 3600:>9,.1f} {_bytes(total.disk):>10}")
-    out += ["", f"total: {total.gpu_s / 3600:,.0f} GPU-hours + {total.cpu_s / 3600:,.0f} CPU-hours, "
+               f"{_duration(total.gpu_s):>9} {_duration(total.cpu_s):>9} {_bytes(total.disk):>10}")
+    out += ["", "per retriever (cells still to run, +Nc: cached; the cost includes the index builds it is first to "
+                "need):", *retriever_lines(plan)]
+    out += ["", f"total: {_total_time(total.gpu_s, 'GPU')} + {_total_time(total.cpu_s, 'CPU')}, "
             f"{_bytes(total.disk)} of indexes", "", *textwrap.wrap(ASSUMPTIONS, 116), "",
             "every cell: --format csv"]
     return "\n".join(out) + "\n"
@@ -416,7 +503,7 @@ ASSUMPTIONS = (
 )
 
 CSV_COLUMNS = ["dataset", "retriever", "family", "status", "index", "missing_models", "missing_data", "cpu_s",
-               "gpu_s", "disk_bytes", "source"]
+               "gpu_s", "disk_bytes", "source", "lacks", "corpus"]
 
 
 def format_csv(plan: Plan) -> str:

@@ -9,6 +9,7 @@ import pandas as pd
 import pyterrier as pt
 
 from irgrid.data.errors import InputError
+from irgrid.util.errors import Error
 
 
 class DropSelfMatches(pt.Transformer):
@@ -51,6 +52,49 @@ class CheckQueries(pt.Transformer):
 
     def __repr__(self) -> str:
         return "CheckQueries()"
+
+
+class RawSumWarning(Error, UserWarning):
+    """A PyTerrier `+` adds the raw scores of two entries on different scales (the grammar's `+` normalises)."""
+
+
+def score_scale(entry: Any) -> str | None:
+    """What an entry's scores are, in words, for comparing scales (None: not an entry, e.g. a pipeline)."""
+    family = getattr(entry, "family", None)
+    if family is None or family == "pipeline":
+        return None
+    return f"{family} {getattr(entry, 'architecture', '')}".strip()
+
+
+class EntryPipeline(pt._ops.Compose):
+    """An entry's pipeline as the Python door hands it out (`irgrid.pipeline(name, ds)`, `.retriever(ds)`): a
+    PyTerrier pipeline that remembers its entry, so that a raw `+` of two differently scaled entries warns.
+
+    Why: Python's `bm25 + dense` is PyTerrier's raw sum, while the expression `bm25 + dense` min-max normalises
+    each side first; BM25's unbounded scores then drown a cosine (issue 41)."""
+
+    def __init__(self, *transformers: Any, entry: Any = None):
+        super().__init__(*transformers)
+        self.entry = entry
+
+    def _check_sum(self, other: Any) -> None:
+        import warnings
+
+        mine, theirs = score_scale(self.entry), score_scale(getattr(other, "entry", None))
+        if mine and theirs and mine != theirs:
+            a, b = self.entry.name, other.entry.name
+            warnings.warn(f"{a} + {b}: PyTerrier's `+` adds raw scores of differently scaled entries ({mine} vs "
+                          f"{theirs}); the experiment grammar's `{a} + {b}` min-max normalises each first. For that "
+                          f"here: ({a} >> irgrid.PerQueryMinMax()) + ({b} >> irgrid.PerQueryMinMax())",
+                          RawSumWarning, stacklevel=3)
+
+    def __add__(self, right: Any) -> Any:
+        self._check_sum(right)
+        return super().__add__(right)
+
+    def __radd__(self, left: Any) -> Any:
+        self._check_sum(left)
+        return pt._ops.Sum(left, self)
 
 
 def drop_unjudged_self_matches(res: pd.DataFrame, qrels: pd.DataFrame) -> pd.DataFrame:

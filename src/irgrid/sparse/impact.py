@@ -24,6 +24,7 @@ from irgrid.core.retrievers import EntryError
 from irgrid.models.cache import cached_model
 from irgrid.models.devices import pick_device
 from irgrid.models.loading import CheckpointMismatchError
+from irgrid.util.console import advance
 
 SPECIAL = {"[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]"}
 
@@ -157,6 +158,7 @@ class TokenWeights(pt.Transformer):
                 idx = order[start: start + self.batch_size]
                 for i, w in zip(idx, self.weights([chunk[i][self.in_field] for i in idx])):
                     out[i] = self.finish(w)
+                advance(len(idx))  # an index build's bar moves per batch (nothing at query time)
             yield from ({**r, self.out_field: self.complete(r, o)} for r, o in zip(chunk, out))
 
     def complete(self, record: dict, out: object) -> object:

@@ -18,6 +18,7 @@ import pyterrier as pt
 import torch
 
 from irgrid.core.retrievers import EntryError
+from irgrid.util.console import advance
 
 
 def encode_max_first(splade, texts: list[str], batch_size: int, scale: float) -> torch.Tensor:
@@ -34,6 +35,7 @@ def encode_max_first(splade, texts: list[str], batch_size: int, scale: float) ->
             logits.masked_fill_(~enc["attention_mask"].bool().unsqueeze(-1), float("-inf"))
             pooled = torch.log1p(torch.relu(logits.amax(dim=1))) * scale
             out[idx] = pooled.float().cpu()
+            advance(len(idx))  # an index build's bar moves per batch (nothing at query time)
     return out
 
 

@@ -45,8 +45,10 @@ class _Lazy:
 
 
 class Registry(Generic[T]):
-    def __init__(self, kind: str, populate: Callable[[], None] | None = None):
+    def __init__(self, kind: str, populate: Callable[[], None] | None = None,
+                 hint: Callable[[str, list[str]], str | None] | None = None):
         self.kind = kind
+        self._hint = hint  # a better suggestion than spelling for an unknown name (an alias, another case)
         self._items: dict[str, T | _Lazy] = {}
         self._populate = populate
         self._loaded = populate is None
@@ -96,7 +98,8 @@ class Registry(Generic[T]):
         if not isinstance(name, str):  # difflib's TypeError otherwise (issue 32)
             raise UnknownNameError(f"a {self.kind} name is text, got {name!r}; see `irgrid list` for the names")
         if name not in self._items:
-            hint = did_you_mean(name, list(self._items))
+            special = self._hint(name, list(self._items)) if self._hint is not None else None
+            hint = f" {special}" if special else did_you_mean(name, list(self._items))
             raise UnknownNameError(
                 f"unknown {self.kind} {name!r}.{hint} See `irgrid list` for all {len(self._items)} names."
             )
