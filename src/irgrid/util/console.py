@@ -114,7 +114,9 @@ _ACTIVE: list = []  # the builds under way in this process (their progress sinks
 
 
 def _progress_seconds() -> float:
-    raw = os.environ.get("IRGRID_PROGRESS_SECONDS")
+    from irgrid.util.settings import variable  # settings sits beside console in util: imported when used
+
+    raw = variable("IRGRID_PROGRESS_SECONDS")
     if raw is None or raw == "":
         return PROGRESS_SECONDS
     try:

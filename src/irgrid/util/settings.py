@@ -42,6 +42,7 @@ READ = {
     "IRGRID_DISASTIR": "the DisastIR corpus folder for DisastQA's retrieval side",
     "IRGRID_COMPILE": "torch.compile dense encoders (on/off)",
     "IRGRID_ENCODE_CHUNK": "documents per encoding chunk of the dense engine (default 4096)",
+    "IRGRID_PROGRESS_SECONDS": "seconds between progress lines when output is not a terminal (default 10)",
     "IRGRID_MAX_EXPERIMENT_BYTES": "the largest experiment YAML irgrid reads (default 1 MiB)",
     "IR_DATASETS_HOME": "ir_datasets' own home, as the process has it (ir_datasets reads it at import)",
     "HF_HUB_OFFLINE": "Hugging Face offline mode: an unresolvable model fails at once",
