@@ -94,14 +94,14 @@ def resolve(values: np.ndarray, systems: Sequence[str], n_resamples: int = RANK_
             else:
                 p = 1.0 if diff == 0 or n < 2 else 0.0
             rows.append({"a": systems[i], "b": systems[j], "diff": diff, "se": se, "p": p})
-    pairs = pd.DataFrame(rows, columns=["a", "b", "diff", "se", "p"])
-    pairs["p_corrected"] = correct(pairs["p"].to_numpy(), correction, alpha) if len(pairs) else []
-    pairs["resolved"] = (pairs["p_corrected"] < alpha) if len(pairs) else pd.Series(dtype=bool)
+    corrected = correct([r["p"] for r in rows], correction, alpha) if rows else np.zeros(0)
     unresolved = np.eye(k, dtype=bool)
-    for r in pairs.itertuples():
-        if not r.resolved:
-            i, j = systems.index(r.a), systems.index(r.b)
+    for r, pc in zip(rows, corrected):
+        r["p_corrected"], r["resolved"] = float(pc), bool(pc < alpha)
+        if not r["resolved"]:
+            i, j = systems.index(r["a"]), systems.index(r["b"])
             unresolved[i, j] = unresolved[j, i] = True
+    pairs = pd.DataFrame(rows, columns=["a", "b", "diff", "se", "p", "p_corrected", "resolved"])
     groups = letters(mean, unresolved)
     table = pd.DataFrame({"system": list(systems), "mean": mean, "rank": observed, "rank_low": low,
                           "rank_high": high, "tie_group": groups, "tied_with": unresolved.sum(axis=1) - 1})
