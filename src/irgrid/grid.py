@@ -21,8 +21,10 @@ import pandas as pd
 
 from irgrid import measures as measures_mod
 from irgrid.core.gridcell import GridCell
+from irgrid.core.ties import canonical_order, for_evaluation, is_canonical
 from irgrid.data.datasets import Dataset, DatasetError, is_download_failure
 from irgrid.models import resolver as models_mod
+from irgrid.runner import limits
 from irgrid.runner.cell import Cell, Failure, disk_note, load_cell, resolve_models
 from irgrid.runner.checks import beyond_depth, observed_depth, run_depth
 from irgrid.runner.experiment import ExperimentSpec
@@ -44,19 +46,26 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
         from irgrid.runner.transforms import drop_unjudged_self_matches
 
         frames = [drop_unjudged_self_matches(f, qrels) for f in frames]
+    # every evaluator sees trec_eval's order with distinct scores (irgrid.core.ties): the stored run's order
+    ranked = [for_evaluation(f) for f in frames]
     baseline = names.index(spec.baseline) if spec.baseline in names and len(names) > 1 else None
     # pt.Experiment, split by query unit (per query / per base query) so our grouped measures mix with
     # standard ones; a baseline excludes perquery output in pt.Experiment, hence a second (evaluation-only) call
     measures = spec.measures_for(dataset)
     # without its baseline (a failed cell) a dataset gets no tests: the failure is recorded by the caller
-    agg = measures_mod.experiment(frames, topics, qrels, measures, names=names, baseline=baseline,
+    agg = measures_mod.experiment(ranked, topics, qrels, measures, names=names, baseline=baseline,
                                   test=spec.paired_test().for_pyterrier(),
                                   correction=spec.correction if baseline is not None else None, verbose=False)
-    perq = measures_mod.experiment(frames, topics, qrels, measures, names=names, perquery=True, verbose=False)
+    perq = measures_mod.experiment(ranked, topics, qrels, measures, names=names, perquery=True, verbose=False)
     depths = {c.retriever.name: run_depth(c.retriever, c.res) for c in cells}
     reach = max((observed_depth(c.res) for c in cells), default=0)
     # n: the queries each mean is over (its per-query values), so a reader can weigh a difference
     counts = perq[perq["value"].notna()].groupby(["name", "measure"]).size()
+    # ties, power and rank resolution (irgrid.runner.limits): extra columns per (system, measure)
+    extra, mdes = limits.dataset_columns(dataset.name, names, frames, perq.rename(columns={"name": "system"}),
+                                         qrels, measures, spec.baseline if baseline is not None else None,
+                                         spec.correction)
+    extra = extra.set_index(["system", "measure"])
     rows = []
     for _, row in agg.iterrows():
         cell = cells[names.index(row["name"])]
@@ -72,13 +81,14 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
                 "significant": None if is_base or pc is None or pd.isna(pc) else bool(pc < 0.05),
                 "baseline": spec.baseline, "n": int(counts.get((row["name"], m_name), 0)),
                 "beyond_depth": beyond_depth(m, depths[row["name"]], reach),
+                **(extra.loc[(row["name"], m_name)].to_dict() if (row["name"], m_name) in extra.index else {}),
             })
         rows.append({"dataset": dataset.name, "system": row["name"], "measure": "ms/query",
                      "value": float(cell.meta["ms_per_query"]), "p_value": None, "p_value_corrected": None,
                      "significant": None, "baseline": spec.baseline, "n": None})
     perq = perq.rename(columns={"name": "system"})
     perq.insert(0, "dataset", dataset.name)
-    return rows, perq
+    return rows, perq, mdes
 
 
 def run(spec: ExperimentSpec | str | Path, out: str | Path | None = None, store: Store | None = None,
@@ -279,6 +289,7 @@ def evaluate(spec: ExperimentSpec, store: Store, out: Path | None, data: dict[st
     failures = failures + sorted(cell_failures, key=as_run)
     rows: list[dict[str, Any]] = []
     perquery: list[pd.DataFrame] = []
+    mdes: dict[str, dict[str, Any]] = {}  # per dataset and measure: the MDE summary (manifest.json)
     for dataset in spec.datasets:
         cells = cells_by_dataset[dataset.name]
         if dataset.name not in data:
@@ -289,7 +300,7 @@ def evaluate(spec: ExperimentSpec, store: Store, out: Path | None, data: dict[st
             failures.append(Failure(dataset.name, spec.baseline, f"baseline {spec.baseline} failed on {dataset.name}: "
                                     f"significance tests skipped for this dataset (values are still reported)", ""))
         if cells:
-            dataset_rows, dataset_perq = _experiment_rows(spec, dataset, cells, topics, qrels)
+            dataset_rows, dataset_perq, mdes[dataset.name] = _experiment_rows(spec, dataset, cells, topics, qrels)
             rows.extend(dataset_rows)
             perquery.append(dataset_perq)
     results = pd.DataFrame(rows, columns=RESULT_COLUMNS).astype({"n": "Int64"})
@@ -306,13 +317,16 @@ def evaluate(spec: ExperimentSpec, store: Store, out: Path | None, data: dict[st
     if out is not None:
         out = Path(out)
         with report.writing(out):  # one unit: a kill part-way leaves a folder `irgrid report` refuses
-            report.write_outputs(spec, results, perq, cells_by_dataset, store, out)
+            report.write_outputs(spec, results, perq, cells_by_dataset, store, out, mdes)
             write_text_atomic(out / "failures.json", json.dumps([f.__dict__ for f in failures], indent=2))
             wanted = set()
             for dataset in spec.datasets:
                 for cell in cells_by_dataset[dataset.name]:
                     target = out / "runs" / dataset.slug / f"{cell.retriever.name}.res.gz"
-                    _copy_atomic(store.run_path(cell.retriever, dataset), target)
+                    if is_canonical(cell.res):  # stored in trec_eval's order (every run saved since it is)
+                        _copy_atomic(store.run_path(cell.retriever, dataset), target)
+                    else:  # cached before: written in the order it was scored, ranks renumbered
+                        _write_run_atomic(canonical_order(cell.res), cell.retriever.name, target)
                     wanted.add(target)
             for stale in (out / "runs").glob("*/*.res.gz"):  # runs of an earlier experiment in this folder
                 if stale not in wanted:
@@ -335,7 +349,8 @@ def _data_error(dataset: Dataset, e: Exception) -> str:
 
 RESULT_COLUMNS = ["dataset", "system", "measure", "value", "p_value", "p_value_corrected", "significant", "baseline",
                   "beyond_depth",  # the measure looks deeper than the system returns (irgrid.runner.checks)
-                  "n"]
+                  "n",
+                  *limits.COLUMNS]  # ties, power, rank resolution (irgrid.runner.limits)
 
 
 def _fmt_seconds(seconds: float | None) -> str:
@@ -429,6 +444,15 @@ def preflight(spec: ExperimentSpec, store: Store) -> None:
                 cached = False
             if not cached:
                 resolve_models(retriever.all_models(), spec.models)
+
+
+def _write_run_atomic(res: pd.DataFrame, name: str, dst: Path) -> None:
+    import pyterrier as pt
+
+    from irgrid.util.files import atomic_path
+
+    with atomic_path(dst, suffix=".res.gz") as tmp:
+        pt.io.write_results(res, str(tmp), format="trec", run_name=name)
 
 
 def _copy_atomic(src: Path, dst: Path) -> None:

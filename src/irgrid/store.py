@@ -355,6 +355,9 @@ class Store:
         path = self.run_path(retriever, dataset)
         if len(res) and res["score"].dtype != "float64":  # float32 scores written as float64: read back bit-equal
             res = res.astype({"score": "float64"})
+        from irgrid.core.ties import canonical_order
+
+        res = canonical_order(res)  # trec_eval's order of ties, ranks renumbered: the order the grid scores
         with atomic_path(path, suffix=".res.gz") as tmp:
             pt.io.write_results(res, str(tmp), format="trec", run_name=retriever.name)
             meta = {**meta, "run": {"size": tmp.stat().st_size, "sha256": file_digest(tmp), "rows": int(len(res)),

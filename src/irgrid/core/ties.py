@@ -107,7 +107,7 @@ def measure_form(measure: Any) -> MeasureForm | None:
 @dataclass(frozen=True)
 class QueryTies:
     """One query under one measure: the value in trec_eval's order, its min / max over tie orders, the tie-aware
-    expectation, and whether a tie group crosses the cut-off (or, without one, whether any two documents tie)."""
+    expectation, and whether a tie group crosses the cut-off (without one: whether a tie group mixes labels)."""
 
     observed: float
     expected: float
@@ -136,8 +136,8 @@ def audit_query(form: MeasureForm, labels: np.ndarray, sizes: np.ndarray, judged
     length = len(labels)
     k = length if form.cutoff is None else form.cutoff
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int) if length else np.zeros(0, dtype=int)
-    if form.cutoff is None:
-        tied = bool((sizes > 1).any())
+    if form.cutoff is None:  # no cut-off to tie across: whether a tie group mixes documents of different labels
+        tied = any(len(set(labels[s:s + n].tolist())) > 1 for s, n in zip(starts, sizes) if n > 1)
     else:
         tied = bool(((starts < k) & (starts + sizes > k)).any())
     if form.kind in ("nDCG", "P", "R"):
