@@ -32,7 +32,7 @@ correction: holm
 """
 MEASURES = ["nDCG@10", "RR@10", "P@10", "AP"]
 
-pytestmark = pytest.mark.slow  # one grid of 4 PISA cells on vaswani and its report: ~30 s on 2 cores
+pytestmark = pytest.mark.slow  # one grid of 4 PISA cells on vaswani (one index), its report, a dry run: ~1 min of CPU
 
 
 @pytest.fixture(scope="module")
