@@ -44,14 +44,21 @@ def test_audit_matches_every_tie_order_evaluated_by_ir_measures():
         on_scores = _ir(run, qrels, MEASURES)
         order = sorted(range(n), key=lambda i: -scores[i])
         groups = [[i for i in order if scores[i] == v] for v in sorted(set(scores), reverse=True)]
+        # every order of the tie groups as its own query (distinct scores in that order), scored in one call
+        orders = [[i for g in perm for i in g]
+                  for perm in itertools.product(*[itertools.permutations(g) for g in groups])]
+        ranked = pd.DataFrame({"qid": [f"o{j}" for j, _ in enumerate(orders) for _ in range(n)],
+                               "docno": [docs[i] for seq in orders for i in seq],
+                               "score": np.tile(np.arange(n, 0, -1.0), len(orders))})
+        copies = pd.concat([qrels.assign(qid=f"o{j}") for j in range(len(orders))], ignore_index=True)
         values: dict[str, list[float]] = {str(m): [] for m in MEASURES}
-        for perm in itertools.product(*[itertools.permutations(g) for g in groups]):
-            seq = [i for g in perm for i in g]
-            ranked = pd.DataFrame({"qid": "q", "docno": [docs[i] for i in seq], "score": np.arange(n, 0, -1.0)})
-            for m, v in _ir(ranked, qrels, MEASURES).items():
-                values[str(m)].append(v)
+        for metric in ir_measures.iter_calc(MEASURES, copies.rename(columns={"qid": "query_id", "docno": "doc_id",
+                                                                             "label": "relevance"}),
+                                            ranked.rename(columns={"qid": "query_id", "docno": "doc_id"})):
+            values[str(metric.measure)].append(metric.value)
         for m in MEASURES:
             a, v = audit.loc[str(m)], np.array(values[str(m)])
+            assert len(v) == len(orders)
             assert a["expected"] == pytest.approx(v.mean(), abs=1e-12), (trial, m)
             assert a["low"] == pytest.approx(v.min(), abs=1e-12) and a["high"] == pytest.approx(v.max(), abs=1e-12)
             if m.NAME != "RR" or "cutoff" not in m.params:
