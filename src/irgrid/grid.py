@@ -21,7 +21,7 @@ import pandas as pd
 
 from irgrid import measures as measures_mod
 from irgrid.core.gridcell import GridCell
-from irgrid.core.ties import canonical_order, for_evaluation, is_canonical
+from irgrid.core.ties import canonical_order, for_evaluation
 from irgrid.data.datasets import Dataset, DatasetError, is_download_failure
 from irgrid.models import resolver as models_mod
 from irgrid.runner import limits
@@ -29,7 +29,7 @@ from irgrid.runner.cell import Cell, Failure, disk_note, load_cell, resolve_mode
 from irgrid.runner.checks import beyond_depth, observed_depth, run_depth
 from irgrid.runner.experiment import ExperimentSpec
 from irgrid.runner.experiment import load as load_experiment
-from irgrid.store import Store
+from irgrid.store import RUN_ORDER, Store
 from irgrid.util import settings
 from irgrid.util.files import write_text_atomic
 
@@ -323,7 +323,7 @@ def evaluate(spec: ExperimentSpec, store: Store, out: Path | None, data: dict[st
             for dataset in spec.datasets:
                 for cell in cells_by_dataset[dataset.name]:
                     target = out / "runs" / dataset.slug / f"{cell.retriever.name}.res.gz"
-                    if is_canonical(cell.res):  # stored in trec_eval's order (every run saved since it is)
+                    if cell.meta.get("run", {}).get("order") == RUN_ORDER:  # stored in trec_eval's tie order
                         _copy_atomic(store.run_path(cell.retriever, dataset), target)
                     else:  # cached before: written in the order it was scored, ranks renumbered
                         _write_run_atomic(canonical_order(cell.res), cell.retriever.name, target)
