@@ -383,6 +383,12 @@ def cmd_run(args) -> int:
         the_plan = planning.make_plan(spec, current_store())
         sys.stdout.write(planning.format_csv(the_plan) if args.format == "csv"
                          else planning.format_summary(the_plan, str(args.experiment)))
+        if args.format != "csv":  # what the grid can resolve, from runs already cached (a pilot)
+            from irgrid.runner import limits
+
+            lines = limits.pilot_mdes(spec, current_store())
+            print("\nminimum detectable effects (paired t, alpha 0.05, 80% power) from cached pilot runs:")
+            print("\n".join(f"  {line}" for line in lines))
         return 0
     from irgrid.cluster.config import ExecutorConfig
 

@@ -23,13 +23,15 @@ from irgrid import measures as measures_mod
 from irgrid import store as store_mod
 from irgrid.core import needs
 from irgrid.core.gridcell import GridCell
+from irgrid.core.ties import canonical_order, for_evaluation
 from irgrid.data.datasets import Dataset, DatasetError, is_download_failure
 from irgrid.models import resolver as models_mod
+from irgrid.runner import limits
 from irgrid.runner.cell import Cell, Failure, disk_note, load_cell, resolve_models
 from irgrid.runner.checks import beyond_depth, observed_depth, run_depth
 from irgrid.runner.experiment import ExperimentSpec
 from irgrid.runner.experiment import load as load_experiment
-from irgrid.store import Store
+from irgrid.store import RUN_ORDER, Store
 from irgrid.util import settings
 from irgrid.util.files import write_text_atomic
 
@@ -46,15 +48,17 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
         from irgrid.runner.transforms import drop_unjudged_self_matches
 
         frames = [drop_unjudged_self_matches(f, qrels) for f in frames]
+    # every evaluator sees trec_eval's order with distinct scores (irgrid.core.ties): the stored run's order
+    ranked = [for_evaluation(f) for f in frames]
     baseline = names.index(spec.baseline) if spec.baseline in names and len(names) > 1 else None
     # pt.Experiment, split by query unit (per query / per base query) so our grouped measures mix with
     # standard ones; a baseline excludes perquery output in pt.Experiment, hence a second (evaluation-only) call
     measures = spec.measures_for(dataset)
     # without its baseline (a failed cell) a dataset gets no tests: the failure is recorded by the caller
-    agg = measures_mod.experiment(frames, topics, qrels, measures, names=names, baseline=baseline,
+    agg = measures_mod.experiment(ranked, topics, qrels, measures, names=names, baseline=baseline,
                                   test=spec.paired_test().for_pyterrier(),
                                   correction=spec.correction if baseline is not None else None, verbose=False)
-    perq = measures_mod.experiment(frames, topics, qrels, measures, names=names, perquery=True, verbose=False)
+    perq = measures_mod.experiment(ranked, topics, qrels, measures, names=names, perquery=True, verbose=False)
     reach = max((observed_depth(c.res) for c in cells), default=0)
     depths = {c.retriever.name: run_depth(c.retriever, c.res, reach) for c in cells}
     # n: the queries each mean is over (its per-query values), so a reader can weigh a difference
@@ -66,6 +70,11 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
             log.warning("%s on %s: %d of %d queries have no result (%s); they score 0", c.retriever.name,
                         dataset.name, len(empty), len(topics), ", ".join(map(str, empty[:5])))
     corrected = _corrected(spec, agg, names, baseline, measures)
+    # ties, power and rank resolution (irgrid.runner.limits): extra columns per (system, measure)
+    extra, mdes = limits.dataset_columns(dataset.name, names, frames, perq.rename(columns={"name": "system"}),
+                                         qrels, measures, spec.baseline if baseline is not None else None,
+                                         spec.correction)
+    extra = extra.set_index(["system", "measure"])
     rows = []
     for _, row in agg.iterrows():
         cell = cells[names.index(row["name"])]
@@ -82,13 +91,14 @@ def _experiment_rows(spec: ExperimentSpec, dataset: Dataset, cells: list[Cell], 
                 "baseline": spec.baseline, "n": int(counts.get((row["name"], m_name), 0)),
                 "beyond_depth": beyond_depth(m, depths[row["name"]], reach),
                 "p_note": None if is_base else notes.get((row["name"], m_name)),
+                **(extra.loc[(row["name"], m_name)].to_dict() if (row["name"], m_name) in extra.index else {}),
             })
         rows.append({"dataset": dataset.name, "system": row["name"], "measure": "ms/query",
                      "value": float(cell.meta["ms_per_query"]), "p_value": None, "p_value_corrected": None,
                      "significant": None, "baseline": spec.baseline, "n": None, "p_note": None})
     perq = perq.rename(columns={"name": "system"})
     perq.insert(0, "dataset", dataset.name)
-    return rows, perq
+    return rows, perq, mdes
 
 
 def _test_notes(spec: ExperimentSpec, perq: pd.DataFrame, names: list[str], baseline: int | None
@@ -380,6 +390,7 @@ def evaluate(spec: ExperimentSpec, store: Store, out: Path | None, data: dict[st
     failures = failures + sorted(cell_failures, key=as_run)
     rows: list[dict[str, Any]] = []
     perquery: list[pd.DataFrame] = []
+    mdes: dict[str, dict[str, Any]] = {}  # per dataset and measure: the MDE summary (manifest.json)
     for dataset in spec.datasets:
         cells = cells_by_dataset[dataset.name]
         if dataset.name not in data:
@@ -390,7 +401,7 @@ def evaluate(spec: ExperimentSpec, store: Store, out: Path | None, data: dict[st
             failures.append(Failure(dataset.name, spec.baseline, f"baseline {spec.baseline} failed on {dataset.name}: "
                                     f"significance tests skipped for this dataset (values are still reported)", ""))
         if cells:
-            dataset_rows, dataset_perq = _experiment_rows(spec, dataset, cells, topics, qrels)
+            dataset_rows, dataset_perq, mdes[dataset.name] = _experiment_rows(spec, dataset, cells, topics, qrels)
             rows.extend(dataset_rows)
             perquery.append(dataset_perq)
     results = pd.DataFrame(rows, columns=RESULT_COLUMNS).astype({"n": "Int64"})
@@ -407,13 +418,16 @@ def evaluate(spec: ExperimentSpec, store: Store, out: Path | None, data: dict[st
     if out is not None:
         out = Path(out)
         with report.writing(out):  # one unit: a kill part-way leaves a folder `irgrid report` refuses
-            report.write_outputs(spec, results, perq, cells_by_dataset, store, out)
+            report.write_outputs(spec, results, perq, cells_by_dataset, store, out, mdes)
             write_text_atomic(out / "failures.json", json.dumps([f.__dict__ for f in failures], indent=2))
             wanted = set()
             for dataset in spec.datasets:
                 for cell in cells_by_dataset[dataset.name]:
                     target = out / "runs" / dataset.slug / f"{cell.retriever.name}.res.gz"
-                    _copy_atomic(store.run_path(cell.retriever, dataset), target)
+                    if cell.meta.get("run", {}).get("order") == RUN_ORDER:  # stored in trec_eval's tie order
+                        _copy_atomic(store.run_path(cell.retriever, dataset), target)
+                    else:  # cached before: written in the order it was scored, ranks renumbered
+                        _write_run_atomic(canonical_order(cell.res), cell.retriever.name, target)
                     wanted.add(target)
             for stale in (out / "runs").glob("*/*.res.gz"):  # runs of an earlier experiment in this folder
                 if stale not in wanted:
@@ -441,7 +455,8 @@ def _data_error(dataset: Dataset, e: Exception) -> str:
 RESULT_COLUMNS = ["dataset", "system", "measure", "value", "p_value", "p_value_corrected", "significant", "baseline",
                   "beyond_depth",  # the measure looks deeper than the system returns (irgrid.runner.checks)
                   "n",
-                  "p_note"]  # why a comparison has no p-value (too few queries: not computable), else empty
+                  "p_note",  # why a comparison has no p-value (too few queries: not computable), else empty
+                  *limits.COLUMNS]  # ties, power, rank resolution (irgrid.runner.limits)
 
 
 def _fmt_seconds(seconds: float | None) -> str:
@@ -534,6 +549,15 @@ def preflight(spec: ExperimentSpec, store: Store) -> None:
                 resolve_models(retriever.all_models(), spec.models)
                 # packages and remote code the entries declare for their real checkpoints (irgrid.core.needs)
                 needs.check(retriever.all_models(), models_mod.find_remote_code)
+
+
+def _write_run_atomic(res: pd.DataFrame, name: str, dst: Path) -> None:
+    import pyterrier as pt
+
+    from irgrid.util.files import atomic_path
+
+    with atomic_path(dst, suffix=".res.gz") as tmp:
+        pt.io.write_results(res, str(tmp), format="trec", run_name=name)
 
 
 def _copy_atomic(src: Path, dst: Path) -> None:

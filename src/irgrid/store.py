@@ -79,6 +79,9 @@ def using(store: Store) -> Iterator[Store]:
         _CURRENT.reset(token)
 
 
+RUN_ORDER = "trec_eval"  # meta["run"]["order"] of runs stored in trec_eval's tie order (irgrid.core.ties)
+
+
 class Store:
     def __init__(self, root: str | Path | None = None):
         self.root = Path(root) if root else settings.cache_root()
@@ -327,6 +330,10 @@ class Store:
                 problem = (f"{path.name} holds {len(res)} rows of {res['qid'].nunique()} queries, its metadata "
                            f"says {want['rows']} rows of {want['queries']}")
             else:
+                if want.get("order") != RUN_ORDER:  # stored before runs were: every reader sees one tie order
+                    from irgrid.core.ties import canonical_order
+
+                    res = canonical_order(res)
                 return res, meta
         if repair:
             self.quarantine(meta_path, problem)
@@ -334,15 +341,20 @@ class Store:
         return None
 
     def save_run(self, retriever: GridCell, dataset: Dataset, res, meta: dict[str, Any]) -> None:
+        """Write a run in trec_eval's tie order (irgrid.core.ties.canonical_order; its metadata says so:
+        `run.order`), so that the file, every stage that reads it and the evaluation rank ties alike."""
         import pyterrier as pt
 
         path = self.run_path(retriever, dataset)
         if len(res) and res["score"].dtype != "float64":  # float32 scores written as float64: read back bit-equal
             res = res.astype({"score": "float64"})
+        from irgrid.core.ties import canonical_order
+
+        res = canonical_order(res)  # trec_eval's order of ties, ranks renumbered: the order the grid scores
         with atomic_path(path, suffix=".res.gz") as tmp:
             pt.io.write_results(res, str(tmp), format="trec", run_name=retriever.name)
             meta = {**meta, "run": {"size": tmp.stat().st_size, "sha256": file_digest(tmp), "rows": int(len(res)),
-                                    "queries": int(res["qid"].nunique()) if len(res) else 0}}
+                                    "queries": int(res["qid"].nunique()) if len(res) else 0, "order": RUN_ORDER}}
         write_text_atomic(self.meta_path(retriever, dataset), json.dumps(meta, indent=2))
         self.record_build("run", path, retriever=retriever.name, dataset=dataset.name)
 

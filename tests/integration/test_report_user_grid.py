@@ -127,10 +127,14 @@ def test_main_table_marks_and_bold_follow_the_experiment_test_and_caption_names_
             lo, hi = boot.at[(system, measure), "ci_low"], boot.at[(system, measure), "ci_high"]
             assert f"[{lo:.3f}, {hi:.3f}]" in cell and lo <= value[(system, measure)] <= hi
             best = value[(system, measure)] == max(value[(s, measure)] for s in SYSTEMS)
-            assert cell.startswith("**") == (best and sig and better), (system, measure)
+            alone = _alone(results, system, measure)
+            assert cell.startswith("**") == (best and sig and better and alone), (system, measure)
             bold += cell.startswith("**")
+            lo, hi = int(r["rank_low"]), int(r["rank_high"])  # the rank interval and tie group (runner.limits)
+            assert f"({lo}{'' if lo == hi else f'–{hi}'} {r['tie_group']})" in cell
     # the top-10 cut loses R@1000 and AP everywhere, and leaves nDCG@10 of bm25-pisa exactly as it was
-    assert marks == 6 and bold == 2 and "▲" not in _row(md, "bm25-pisa")[1]
+    assert marks == 6 and "▲" not in _row(md, "bm25-pisa")[1]
+    assert bold == sum(_alone(results, "bm25-pisa", m) for m in ("AP", "R@1000"))
     # † as results.md has it (issue 41): the 10-deep cut's AP and R@1000 look deeper than it returns
     deep = results.set_index(["system", "measure"])["beyond_depth"].astype(str) == "True"
     for system in SYSTEMS:
@@ -140,6 +144,12 @@ def test_main_table_marks_and_bold_follow_the_experiment_test_and_caption_names_
     assert "†: the measure looks deeper than the system returns" in md
     tex = (report / "report.tex").read_text()
     assert r"\ensuremath{\dagger}: the measure looks deeper" in tex and "?:" not in tex
+
+
+def _alone(results: pd.DataFrame, system: str, measure: str) -> bool:
+    """No other system shares a tie group with `system` (results.csv's tie_group letters)."""
+    groups = results[results.measure == measure].set_index("system")["tie_group"].astype(str)
+    return not any(set(groups[system]) & set(g) for s, g in groups.items() if s != system)
 
 
 def test_effect_sizes_are_computed_from_the_per_query_values(own):
@@ -182,10 +192,13 @@ def test_all_pairs_are_tested_and_corrected_together_and_bold_needs_every_pair(o
             mine = comp[(comp.measure == measure) & ((comp.system == system) | (comp.against == system))]
             better = all(r.significant and (r["diff"] > 0) == (r.system == system) for _, r in mine.iterrows())
             best = value[(system, measure)] == max(value[(s, measure)] for s in SYSTEMS)
-            assert cell.startswith("**") == (best and better), (system, measure)
-    # bm25-pisa is bold against the baseline alone, not against every other system
+            alone = _alone(results.reset_index(), system, measure)
+            assert cell.startswith("**") == (best and better and alone), (system, measure)
+    # bm25-pisa is bold against the baseline alone (where its tie group holds no other), not against every system
     assert not any(c.startswith("**") for c in _row(md, "bm25-pisa"))
-    assert _row((own / "out" / "report" / "main-other.md").read_text(), "bm25-pisa")[0].startswith("**")
+    out_results = pd.read_csv(own / "out" / "results.csv")
+    assert _row((own / "out" / "report" / "main-other.md").read_text(), "bm25-pisa")[0].startswith("**") == \
+        _alone(out_results, "bm25-pisa", "AP")
 
 
 def test_fusion_suggestions_skip_what_the_grid_fuses_and_say_where_they_were_chosen(own):

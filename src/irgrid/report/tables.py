@@ -15,6 +15,7 @@ from irgrid.report import zscores as zscores_mod
 from irgrid.report.analyses import Analyses
 from irgrid.report.render import Table, TableCell, format_value
 from irgrid.report.stored import Grid
+from irgrid.runner import limits as limits_mod
 from irgrid.util.files import slug
 
 
@@ -281,6 +282,46 @@ def _significant(r: dict[str, Any] | None) -> bool:
 
 DEPTH_NOTE = ("†: the measure looks deeper than the system returns (a cut-off above the depth its run holds, or no "
               "cut-off on a run shorter than the deepest compared): part of the value is truncation, not ranking.")
+LIMITS_NOTE = ("(a–b x): the 95% rank interval of the system (paired bootstrap over queries) and its tie group: "
+               "systems sharing a letter are not resolved by the queries; °: under-powered (less than 80% power at "
+               "the observed difference after the correction); ‡: the run's tied scores can move the value by more "
+               "than half its bootstrap SE (results.csv tie_min, tie_max, tie_expected).")
+
+
+def _limits(results: pd.DataFrame) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """results.csv's rank, power and tie columns per (dataset, system, measure); empty for a grid written before
+    they existed."""
+    if "tie_group" not in results.columns:
+        return {}
+    res = results[results["measure"] != "ms/query"]
+    cols = ["rank_low", "rank_high", "tie_group", "underpowered", "tie_flag"]
+    return {(d, s, m): dict(zip(cols, vals)) for d, s, m, *vals in
+            zip(res["dataset"], res["system"], res["measure"], *(res[c] for c in cols))}
+
+
+def _limits_text(r: dict[str, Any] | None) -> str:
+    if not r:
+        return ""
+    text = " °" if str(r["underpowered"]) == "True" else ""
+    text += " ‡" if str(r["tie_flag"]) == "True" else ""
+    if not pd.isna(r["rank_low"]):
+        lo, hi = int(r["rank_low"]), int(r["rank_high"])
+        text += f" ({lo}" + (f"–{hi}" if hi != lo else "") + f" {r['tie_group']})"
+    return text
+
+
+def _letters(group: Any) -> set[str]:
+    g = str(group)
+    return set(g.split(",")) if "," in g else set(g)
+
+
+def _tie_group_others(limits: dict, dataset: str, measure: str, system: str, systems: list[str]) -> list[str] | None:
+    """The other systems that share a tie group with `system` in this column (None: no rank resolution stored)."""
+    mine = limits.get((dataset, system, measure))
+    if not mine or pd.isna(mine["tie_group"]):
+        return None
+    return [o for o in systems if o != system and (r := limits.get((dataset, o, measure))) and
+            not pd.isna(r["tie_group"]) and _letters(r["tie_group"]) & _letters(mine["tie_group"])]
 
 
 def main_tables(grid: Grid, a: Analyses) -> list[Table]:
@@ -302,8 +343,10 @@ def main_tables(grid: Grid, a: Analyses) -> list[Table]:
     for d in datasets:
         groups.setdefault(grid.group(d), []).append(d)
     n_queries = {d: int(q) for (d, _, _), q in boot["queries"].items()}
+    limits = _limits(grid.results)
     tables = []
     for group, members in groups.items():
+        tops: list[str] = []
         cols = [(d, m) for d in members for m in grid.measures(d)]
         systems = list(dict.fromkeys(s for d in members for s in grid.systems(d)))
         rows: list[list[TableCell]] = []
@@ -322,7 +365,7 @@ def main_tables(grid: Grid, a: Analyses) -> list[Table]:
                 if (d, s, m) in boot.index:
                     ci = f" [{boot.at[(d, s, m), 'ci_low']:.3f}, {boot.at[(d, s, m), 'ci_high']:.3f}]"
                 dagger = " †" if bool(deep.get((d, s, m), False)) else ""
-                row.append(TableCell(f"{float(v):.4f}{mark}{dagger}{ci}"))
+                row.append(TableCell(f"{float(v):.4f}{mark}{dagger}{ci}{_limits_text(limits.get((d, s, m)))}"))
             rows.append(row)
         for j, (d, m) in enumerate(cols, start=1):  # bold: the best, where the test supports it
             vals = {s: value.get((d, s, m)) for s in systems}
@@ -336,8 +379,12 @@ def main_tables(grid: Grid, a: Analyses) -> list[Table]:
             else:
                 r = _pair(comp, d, m, best, base) if base and best != base else None
                 supported = _significant(r) and r["diff"] > 0
-            if supported:
+            shared = _tie_group_others(limits, d, m, best, systems)
+            if supported and not shared:  # never bold a system whose tie group holds others
                 rows[systems.index(best)][j].bold = True
+            if shared is not None:
+                tops.append(f"{d} {m}: " + (f"highest mean {best}, not resolved from {', '.join(shared)} (no single "
+                                            f"best)" if shared else f"{best} is resolved from every other system"))
         measures = list(dict.fromkeys(m for _, m in cols))
         n_text = ", ".join(f"{n_queries.get(d, '?')} ({d})" if len(members) > 1 else str(n_queries.get(d, "?"))
                            for d in members)
@@ -355,12 +402,18 @@ def main_tables(grid: Grid, a: Analyses) -> list[Table]:
                 f"significantly better than the baseline {base}")
         notes = [f"Cells: mean over the queries [95% bootstrap percentile confidence interval of the mean, B = "
                  f"{a.params['B']}, seed {a.params['seed']}].",
-                 f"Bold: a column's best only where the test supports it ({bold}); effect sizes: the next table."]
+                 f"Bold: a column's highest mean only where the test supports it ({bold}) and no other system "
+                 f"shares its tie group; effect sizes: the next table."]
         untested = _untested(comp, members)
         if untested:
             notes.append(untested)
         if any(bool(deep.get((d, s, m), False)) for s in systems for d, m in cols):
             notes.append(DEPTH_NOTE)
+        if limits:
+            notes += [LIMITS_NOTE, *(f"Top of {t}." for t in tops)]
+            mde = grid.manifest.get("mde") or {}
+            notes += [f"{d} {limits_mod.mde_line(m, s, st.get('correction'))}." for d in members
+                      for m, s in (mde.get(d) or {}).items()]
         tables.append(Table(f"main-{slug(group)}", title, ["system"] + [f"{d} {m}" if len(members) > 1 else m
                                                                           for d, m in cols], rows, notes))
     return tables

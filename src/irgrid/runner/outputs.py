@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import platform
 import subprocess
@@ -51,9 +52,20 @@ def git_sha() -> str | None:
         return None
 
 
-def markdown_table(results: pd.DataFrame, alpha: float = 0.05) -> str:
-    """One table per dataset; ▲/▼ mark significant wins/losses against the baseline (corrected p < alpha)."""
+def _flag(value: Any) -> bool:
+    return value is True or str(value) == "True"
+
+
+def markdown_table(results: pd.DataFrame, alpha: float = 0.05, mdes: dict[str, dict[str, Any]] | None = None,
+                   correction: str | None = None) -> str:
+    """One table per dataset; ▲/▼ mark significant wins/losses against the baseline (corrected p < alpha); each
+    value carries its rank interval and tie group (irgrid.runner.limits), ° an under-powered comparison and ‡ a
+    value its run's tie order can move by more than half its SE. `mdes`: per dataset and measure, the MDE line
+    printed under its table."""
+    from irgrid.runner import limits
+
     lines = []
+    marks = {"°": False, "‡": False, "rank": False}
     for dataset, block in results.groupby("dataset", sort=False):
         measures = list(dict.fromkeys(block["measure"]))
         systems = list(dict.fromkeys(block["system"]))
@@ -70,11 +82,34 @@ def markdown_table(results: pd.DataFrame, alpha: float = 0.05) -> str:
                 if str(r.get("beyond_depth")) == "True":
                     text += " †"
                 if _note(r.get("p_note")):
+                    text += " §"
+                if _flag(r.get("underpowered")):
+                    text += " °"
+                    marks["°"] = True
+                if _flag(r.get("tie_flag")):
                     text += " ‡"
+                    marks["‡"] = True
+                if not pd.isna(r.get("rank_low", math.nan)):
+                    lo, hi = int(r["rank_low"]), int(r["rank_high"])
+                    text += f" ({lo}" + (f"–{hi}" if hi != lo else "") + f" {r['tie_group']})"
+                    marks["rank"] = True
                 cells.append(text)
             rows.append([f"{system} (baseline)" if system == baseline else system, *cells])
         lines += [f"### {dataset}", "", md.markdown_table(["system", *measures], rows, "l" + "r" * len(measures)), ""]
+        lines += [f"- {limits.mde_line(m, s, correction)}" for m, s in ((mdes or {}).get(str(dataset)) or {}).items()]
+        lines += [line for line in top_lines(block)]
+        if (mdes or {}).get(str(dataset)) or any(top_lines(block)):
+            lines.append("")
     lines.append(f"▲/▼: significantly better/worse than the baseline (corrected p < {alpha}).")
+    if marks["rank"]:
+        lines.append("(a–b x): the system's 95% rank interval (paired bootstrap over queries) and its tie group: "
+                     "systems sharing a letter are not resolved by the queries.")
+    if marks["°"]:
+        lines.append("°: under-powered: the test had less than 80% power at the observed difference (after the "
+                     "correction); a non-significant result there is no evidence of no difference.")
+    if marks["‡"]:
+        lines.append("‡: tied scores: the order of the run's ties can move this value by more than half its "
+                     "bootstrap SE (results.csv tie_min, tie_max, tie_expected).")
     untested = test_note(results)
     if untested:
         lines += ["", untested]
@@ -98,7 +133,7 @@ def test_note(results: pd.DataFrame) -> str:
     if not flagged:
         return ""
     shown = "; ".join(f"{d}: {s} {m} ({n})" for d, s, m, n in flagged)
-    return f"‡: no p-value against the baseline, the test is not computable on this sample: {shown}."
+    return f"§: no p-value against the baseline, the test is not computable on this sample: {shown}."
 
 
 def empty_note(cells_by_dataset) -> str:
@@ -118,6 +153,28 @@ def empty_note(cells_by_dataset) -> str:
     return ("**Warning: queries without any result** (each scores 0 on every measure; check the queries' language "
             "and the analyzer, or the pipeline): " + "; ".join(parts) + ". Listed per run in manifest.json "
             "(`empty_queries`).")
+
+
+def top_lines(block: pd.DataFrame) -> list[str]:
+    """Per measure of one dataset: which system is on top, in words the rank resolution allows: "best" only when no
+    other system shares its tie group, else the systems its order is not resolved from."""
+    if "tie_group" not in block.columns:
+        return []
+    out = []
+    for measure, rows in block[block["measure"] != "ms/query"].groupby("measure", sort=False):
+        rows = rows[rows["tie_group"].notna() & rows["value"].notna()]
+        if rows.empty:
+            continue
+        top = rows.loc[rows["value"].astype(float).idxmax()]
+        mine = set(str(top["tie_group"]).split(",") if "," in str(top["tie_group"]) else str(top["tie_group"]))
+        others = [s for s, g in zip(rows["system"], rows["tie_group"]) if s != top["system"] and
+                  mine & set(str(g).split(",") if "," in str(g) else str(g))]
+        if others:
+            out.append(f"- {measure}: highest mean {top['system']}, not resolved from {', '.join(others)} "
+                       f"(no single best)")
+        else:
+            out.append(f"- {measure}: {top['system']} is best (resolved from every other system)")
+    return out
 
 
 def depth_note(results: pd.DataFrame) -> str:
@@ -186,7 +243,8 @@ def verify_outputs(out: str | Path) -> None:
                               f"rerun `irgrid run ... --out {out}`")
 
 
-def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_dataset, store, out: Path) -> None:
+def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_dataset, store, out: Path,
+                  mdes: dict[str, dict[str, Any]] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "results.csv", results.to_csv(index=False))
     write_text_atomic(out / "perquery.csv", perquery.to_csv(index=False))
@@ -198,7 +256,8 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
         header += (f"> **TINY MODELS — not results.** {', '.join(tiny)} ran on tiny random-weight models of their "
                    f"architectures (a wiring check); their numbers say nothing about the real checkpoints.\n\n")
     empty = empty_note(cells_by_dataset)
-    write_text_atomic(out / "results.md", header + markdown_table(results) + (f"\n{empty}\n" if empty else ""))
+    write_text_atomic(out / "results.md", header + markdown_table(results, mdes=mdes, correction=spec.correction)
+                      + (f"\n{empty}\n" if empty else ""))
     retrievers: dict[str, Any] = {}
     for dataset_name, cells in cells_by_dataset.items():
         for cell in cells:
@@ -230,6 +289,7 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
         "source_path": str(source_file.resolve()) if source_file else None,
         "experiment_text": source_file.read_text() if source_file else None,  # the file as it was run
         "statistics": statistics(spec),
+        "mde": mdes or {},  # per dataset and measure (irgrid.runner.limits)
         # per dataset: its group (the report's main tables), measures, and the queries behind its means
         "datasets": {d.name: {"group": str(d.group), "measures": [str(m) for m in spec.measures_for(d)],
                               "queries": query_counts(perquery).get(d.name)} for d in spec.datasets},
@@ -249,7 +309,10 @@ def statistics(spec) -> dict[str, Any]:
     """How results.csv's p-values were made and how the report tests: the paired test with its resamples and seed,
     the correction (per dataset and measure, over the systems compared with the baseline), alpha, comparisons."""
     test = spec.paired_test()
-    return {"test": test.config(), "test_description": test.describe(), "correction": spec.correction or "none",
+    from irgrid.runner import limits
+
+    return {**limits.describe(spec.correction),
+            "test": test.config(), "test_description": test.describe(), "correction": spec.correction or "none",
             "alpha": 0.05, "baseline": spec.baseline, "comparisons": spec.comparisons,
             "computed_by": "pt.Experiment with irgrid.core.significance.PairedTest" + (
                 "" if test.resampling else " (scipy.stats." + {"t": "ttest_rel"}.get(test.name, test.name) + ")"),

@@ -81,15 +81,18 @@ class FirstStage(pt.Transformer):
         self._scorer: Any = None
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        # ties in trec_eval's order (irgrid.core.ties): what follows (a cut, RRF's ranks) sees the stored order
+        from irgrid.core.ties import canonical_order
+
         if "docno" not in inp.columns:
-            return self.transformer.transform(inp)
+            return canonical_order(self.transformer.transform(inp))
         if self._scorer is None:
             try:
                 self._scorer = self._make_scorer()
             except RoleError as e:
                 raise RoleError(f"{self.entry.name}: this first-stage retriever received a result frame (a 'docno' "
                                 f"column) and would retrieve anew for every row; {str(e).split(': ', 1)[1]}") from None
-        return self._scorer.transform(inp)
+        return canonical_order(self._scorer.transform(inp))
 
     def latency_seconds(self) -> float:
         """What the re-ranking path's memoised encodings cost (the first stage's own is the inner pipeline's)."""

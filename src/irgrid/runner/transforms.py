@@ -22,8 +22,10 @@ class DropSelfMatches(pt.Transformer):
         if len(res) == 0 or "docno" not in res.columns:
             return res
         kept = res[res["qid"].astype(str) != res["docno"].astype(str)].copy()
-        if "rank" in kept.columns:
-            kept = pt.model.add_ranks(kept.drop(columns=["rank"]))
+        if "rank" in kept.columns:  # ranks renumbered, ties in trec_eval's order (irgrid.core.ties)
+            from irgrid.core.ties import canonical_order
+
+            kept = canonical_order(kept)
         return kept
 
     def __repr__(self) -> str:
