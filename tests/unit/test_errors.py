@@ -130,6 +130,8 @@ BUILTIN_RAISES_ALLOWED = {
     ("src/irgrid/core/modelref.py", "__post_init__"),  # a tiny stand-in made without its architecture
     ("src/irgrid/core/significance.py", "_paired"),  # two runs' per-query scores aligned by the caller
     ("src/irgrid/core/significance.py", "__post_init__"),  # the test name, checked by the experiment schema first
+    ("src/irgrid/core/power.py", "family_alpha"),  # the correction name, checked by the experiment schema first
+    ("src/irgrid/core/ranks.py", "resolve"),  # per-query columns aligned with the systems by the caller
     ("src/irgrid/util/settings.py", "variable"),  # a name irgrid's code asks for without listing it in READ
 }
 BUILTIN_ERRORS = {"RuntimeError", "ValueError", "KeyError", "FileNotFoundError"}
