@@ -37,7 +37,7 @@ ROOT = HERE.parents[1]
 FIXTURES = HERE / "fixtures"
 VENV = Path(os.environ.get("IRGRID_ORACLE_VENV", ROOT / ".cache" / "oracle-venv"))
 WORK = Path(os.environ.get("IRGRID_ORACLE_WORK", ROOT / ".cache" / "oracles"))
-PINS = ["sentence-transformers==5.1.2", "transformers==4.57.1", "tokenizers==0.22.1", "FlagEmbedding==1.3.5",
+PINS = ["colbert-ai==0.2.22", "sentence-transformers==5.1.2", "transformers==4.57.1", "tokenizers==0.22.1", "FlagEmbedding==1.3.5",
         "peft==0.17.1", "numpy==2.2.0", "safetensors==0.6.2", "accelerate==1.10.1"]
 RELEASE = "valentinsvelev/retriever-evaluation@4bedb75"
 ENC = f"src/encoders/dense_encoder.py@{RELEASE.split('@')[1]}"
@@ -82,6 +82,7 @@ ORACLES: dict[str, dict[str, Any]] = {
     "dragon-plus": {"library": "hf-dual", "release_name": "facebook/dragon-plus-query-encoder", "dpr": False,
                     "pooling": "cls", "normalize": False},
     "splade-v3": {"library": "splade", "release_name": "naver/splade-v3"},
+    "colbertv2": {"library": "colbert", "release_name": "colbert-ir/colbertv2.0"},
 }
 # remote-code checkpoints: no pip library holds the release's model code; irgrid's own output is pinned
 GOLDEN = {"jina-embeddings-v3": "checkpoint remote code (XLMRobertaLoRA, task= adapters)",
@@ -91,6 +92,7 @@ LIBRARY = {"flag": "FlagEmbedding {FlagEmbedding} FlagModel.encode",
            "st": "sentence-transformers {sentence-transformers} encode",
            "hf": "transformers {transformers} AutoModel (release pooling)",
            "hf-dual": "transformers {transformers} (release dual encoder)",
+           "colbert": "colbert-ai {colbert-ai} Checkpoint (transformers {transformers})",
            "splade": "sentence-transformers {sentence-transformers} SparseEncoder.encode_document (documents)"}
 
 
@@ -228,8 +230,9 @@ def prepare() -> Path:
     """Inputs from the staged collections into the fixtures, then the jobs."""
     data = inputs()
     FIXTURES.mkdir(parents=True, exist_ok=True)
-    with gzip.open(FIXTURES / "inputs.json.gz", "wt", encoding="utf-8") as f:
-        json.dump(data, f, ensure_ascii=False)
+    raw = json.dumps(data, ensure_ascii=False).encode("utf-8")
+    with gzip.GzipFile(FIXTURES / "inputs.json.gz", "wb", mtime=0) as f:  # mtime 0: the same bytes every time
+        f.write(raw)
     return prepare_jobs(data)
 
 
@@ -254,6 +257,8 @@ def prepare_jobs(data: dict[str, Any]) -> Path:
             job["folder_d"] = str(_copy(_tiny_folder(name, "d"), WORK / "models" / f"{name}-d"))
         else:
             job["folder"] = str(_copy(_tiny_folder(name, "q"), WORK / "models" / name))
+        if cfg["library"] == "colbert":  # the projection's width (the real checkpoint's metadata says 128)
+            job["dim"] = int(json.loads((Path(job["folder"]) / "tiny.json").read_text())["parts"]["colbert_dim"])
         jobs[name] = job
     WORK.mkdir(parents=True, exist_ok=True)
     path = WORK / "jobs.json"
@@ -287,11 +292,12 @@ def golden() -> None:
 
 
 # -- step 5 -----------------------------------------------------------------------------------------------------
-def table() -> str:
+def table(rows: list[Any] | None = None) -> str:
+    """The comparison of every entry (or the `rows` a test session computed) into docs/fidelity.md."""
     from irgrid_side import compare, render_table
 
     os.environ["IRGRID_TINY_MODELS"] = "1"
-    rows = [compare(name) for name in sorted({*ORACLES, *GOLDEN})]
+    rows = rows or [compare(name) for name in sorted({*ORACLES, *GOLDEN})]
     text = render_table(rows)
     doc = ROOT / "docs" / "fidelity.md"
     start, end = "<!-- oracles: start -->", "<!-- oracles: end -->"

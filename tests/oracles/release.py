@@ -183,14 +183,48 @@ def splade(job: dict[str, Any]) -> dict[str, np.ndarray]:
             "d_quant": np.asarray(quant, dtype=np.int32), "max_seq_length": np.asarray(model.max_seq_length)}
 
 
-HANDLERS = {"flag": flag, "st": st, "hf": hf, "hf-dual": hf_dual, "splade": splade}
+# -- ColBERTv2: colbert-ai's Checkpoint, as the release's Indexer / Searcher call it --------------------------------------
+COLBERT_DOCS = 14  # probe documents stored (token matrices are large): the first ten, then one of each other group
+
+
+def colbert_docs(docs: list[dict[str, Any]]) -> list[int]:
+    picked = list(range(10))
+    for group in ("non-ascii", "empty-title", "no-title", "long"):
+        picked.append(next(i for i, d in enumerate(docs) if d.get("group") == group))
+    return picked
+
+
+def colbert(job: dict[str, Any]) -> dict[str, np.ndarray]:
+    """src/models/colbert.py: the collection written as whitespace-collapsed 'title text' (title only when
+    non-empty), ColBERTConfig(nbits=2, dim as the checkpoint's (tiny: its projection), query_maxlen=32, doc_maxlen=300, kmeans_niters=4, index_bsize=128);
+    the Indexer encodes documents with docFromText(bsize=index_bsize), the Searcher each query alone with
+    queryFromText."""
+    from colbert.infra import ColBERTConfig
+    from colbert.modeling.checkpoint import Checkpoint
+
+    def clean(x: Any) -> str:
+        return " ".join(str(x).split()) if x is not None else ""
+
+    config = ColBERTConfig(checkpoint=job["folder"], nbits=2, query_maxlen=32, doc_maxlen=300, kmeans_niters=4,
+                           index_bsize=128, ncells=2, ndocs=2 * 2 ** 12, dim=job["dim"])
+    ckpt = Checkpoint(job["folder"], colbert_config=config)
+    q = np.stack([ckpt.queryFromText([clean(t)], to_cpu=True)[0].float().numpy() for t in job["queries"]])
+    docs = [job["docs"][i] for i in colbert_docs(job["docs"])]
+    texts = [(clean(d.get("title")) + " " + clean(d["text"])).strip() if clean(d.get("title")) else clean(d["text"])
+             for d in docs]
+    flat, lens = ckpt.docFromText(texts, bsize=128, keep_dims="flatten", showprogress=False)
+    return {"q": q, "d_flat": flat.float().numpy(), "d_lens": np.asarray(lens, dtype=np.int32)}
+
+
+HANDLERS = {"flag": flag, "st": st, "hf": hf, "hf-dual": hf_dual, "splade": splade, "colbert": colbert}
 
 
 def versions() -> dict[str, str]:
     import importlib.metadata as md
 
     out = {}
-    for pkg in ("torch", "transformers", "sentence-transformers", "FlagEmbedding", "tokenizers", "peft"):
+    for pkg in ("torch", "transformers", "sentence-transformers", "FlagEmbedding", "tokenizers", "peft",
+                "colbert-ai"):
         try:
             out[pkg] = md.version(pkg)
         except md.PackageNotFoundError:
@@ -208,9 +242,9 @@ def main(jobs_file: str, out_dir: str, only: list[str]) -> None:
             continue
         job = {**shared, **job}
         vecs = HANDLERS[job["library"]](job)
-        if job["library"] == "splade":
+        if job["library"] in ("splade", "colbert"):
             np.savez_compressed(out / f"{name}.npz", **vecs)
-            print(f"{name}: d {vecs['d_ids'].shape}", flush=True)
+            print(f"{name}: {', '.join(f'{k} {v.shape}' for k, v in vecs.items())}", flush=True)
             continue
         top, scores = top10(vecs["q"], vecs.pop("s"))
         np.savez_compressed(out / f"{name}.npz", q=vecs["q"], d=vecs["d"], top10=top, top10_scores=scores)
