@@ -50,6 +50,9 @@ TEXT_DIFFERS = {
                                       "(item 5)"},
 }
 
+# records that the core difference leaves alone (SPLADE-v3's title-less Vaswani records are shorter than 256 tokens)
+SHORT = {("splade-v3", "no-title")}
+
 _ROWS: dict[str, object] = {}
 
 
@@ -109,7 +112,7 @@ def test_paper_profile_matches_the_release_library(name):
 @pytest.mark.parametrize("group", ["empty-title", "no-title"])
 @pytest.mark.parametrize("name", ENTRIES)
 def test_records_without_a_title_as_the_release_writes_them(name, group, request):
-    reason = TEXT_DIFFERS[group].get(name) or DIFFERS.get(name)
+    reason = TEXT_DIFFERS[group].get(name) or (DIFFERS.get(name) if (name, group) not in SHORT else None)
     if reason:
         request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
     row = _row(name)
