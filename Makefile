@@ -17,7 +17,7 @@ export IRGRID_CACHE ?= $(abspath .cache/irgrid)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install quickstart test test-all test-fast wheel-check lint docs bench bench-scale clean qa-replay qa-judges lab notebook
+.PHONY: install quickstart test test-all test-fast wheel-check lint docs oracles bench bench-scale clean qa-replay qa-judges lab notebook
 
 install: $(STAMP)
 
@@ -72,6 +72,13 @@ lint: install
 # read, a schema key without a description) fails the build. Generated pages come from the code (docs/gen).
 docs: install
 	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict --site-dir site
+
+# Oracle vectors from the release's own libraries (issue 38): a reference environment (.cache/oracle-venv) from the
+# release's pins (sentence-transformers 5.1.2, transformers 4.57.1, FlagEmbedding 1.3.5; torch from constraints.txt),
+# irgrid's tiny weights in the format each library loads, the release's calls -> tests/oracles/fixtures, then the
+# table in docs/fidelity.md. `make test` compares irgrid with the stored fixtures (tests/integration/test_oracles.py).
+oracles: install
+	$(BIN)/python tests/oracles/make_oracles.py all
 
 bench: install
 	$(BIN)/python benchmarks/first_grid.py
