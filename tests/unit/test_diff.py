@@ -157,3 +157,17 @@ def test_the_report_checks_the_recorded_claims(grids, tmp_path):
     assert "1 supported, 1 contradicted, 0 inconclusive (of 2)" in md and "| reversal | contradicted |" in md
     card = pd.read_csv(tmp_path / "r" / "card.csv")  # SciFact and NFCorpus fill Table A.5's columns ...
     assert card.empty  # ... but none of these systems ran as the paper's configuration (no paper name recorded)
+    report = (tmp_path / "r" / "report.md").read_text()  # the report itself shows both (issue 42 item 5)
+    assert "## Claims" in report and "| reversal | contradicted |" in report
+    assert "## Reproduction card" in report and "No cell of this grid ran as the paper's configuration" in report
+
+
+def test_the_report_shows_a_filled_reproduction_card(tmp_path):
+    from irgrid.report.write import _claims_and_card_md
+
+    card = tmp_path / "card.csv"
+    pd.DataFrame({"dataset": ["beir/scifact"], "system": ["splade-v3"], "ER": [0.987654], "dRI": [-0.0123]}).to_csv(
+        card, index=False)
+    lines = _claims_and_card_md([card])
+    text = "\n".join(lines)
+    assert lines[0] == "## Reproduction card" and "| beir/scifact | splade-v3 | 0.9877 | -0.0123 |" in text

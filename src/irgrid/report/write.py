@@ -6,6 +6,9 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+import pandas as pd
 
 from irgrid import paper as paper_mod
 from irgrid.report import failures
@@ -16,6 +19,7 @@ from irgrid.report.render import LEGEND, TEX_PACKAGES, Table, tex_escape, to_htm
 from irgrid.report.stored import Grid, load
 from irgrid.report.tables import build_tables, jaccard_square, paper_tables_for
 from irgrid.util.files import slug, write_text_atomic
+from irgrid.util.markdown import markdown_table
 
 
 def write_report(out: str | Path, to: str | Path | None = None, n_resamples: int = stats_mod.BOOTSTRAP_B,
@@ -63,8 +67,8 @@ def write_report(out: str | Path, to: str | Path | None = None, n_resamples: int
         if delta is not None:
             figures.append(delta)
     written += figures + [copy for f in figures for copy in vector_copies(f)]  # PNG, and SVG/PDF for papers
-    written += _write_documents(grid, a, tables, figures, to, legend=bool(shown))
-    written += _write_claims_and_card(grid, to, shown, n_resamples, seed, reference)
+    checks = _write_claims_and_card(grid, to, shown, n_resamples, seed, reference)
+    written += _write_documents(grid, a, tables, figures, to, legend=bool(shown), checks=checks) + checks
     return written
 
 
@@ -93,8 +97,34 @@ def _write_claims_and_card(grid: Grid, to: Path, paper_shown: Sequence[str], n_r
     return written
 
 
+def _claims_and_card_md(checks: Sequence[Path]) -> list[str]:
+    """report.md's last sections: the claims checked on this grid (claims.md, `irgrid claims`) and the
+    reproduction card (card.csv, `irgrid card`), so the report shows what the grid supports, not only numbers."""
+    out = []
+    for path in checks:
+        if path.name == "claims.md":
+            body = path.read_text().strip()
+            if body.startswith("# "):  # its own title becomes a section of the report
+                body = body.split("\n", 1)[1].strip() if "\n" in body else ""
+            out += ["## Claims", "", body, ""]
+        elif path.name == "card.csv":
+            card = pd.read_csv(path)
+            if card.empty:
+                out += ["## Reproduction card", "", "No cell of this grid ran as the paper's configuration.", ""]
+            else:
+                out += ["## Reproduction card", "", "Effect ratio (ER) and delta relative improvement (ΔRI) against "
+                        "BM25 from the published means (repro_eval's definitions; card.csv).", "",
+                        markdown_table(list(card.columns), [[_fmt(v) for v in row] for row in card.itertuples(
+                            index=False)]), ""]
+    return out
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.4f}" if isinstance(v, float) else str(v)
+
+
 def _write_documents(grid: Grid, a: Analyses, tables: Sequence[Table], figures: Sequence[Path], to: Path,
-                     legend: bool = False) -> list[Path]:
+                     legend: bool = False, checks: Sequence[Path] = ()) -> list[Path]:
     name = grid.manifest.get("experiment", grid.out.name)
     params = (f"bootstrap B = {a.params['B']}, seed = {a.params['seed']}; hard queries: worst {a.params['fraction']:.0%}"
               f" with failure rank capped at {a.params['depth'] + 1}; RRF k = {a.params['rrf_k']}")
@@ -126,6 +156,7 @@ def _write_documents(grid: Grid, a: Analyses, tables: Sequence[Table], figures: 
     md = [f"# {name}: report", "", f"From `{grid.out}` ({params}).", ""] + ([note, ""] if note else [])
     md += ordered(to_markdown, f"**Legend of the paper's tables.** {LEGEND}\n")
     md += [f"![{p.stem}]({p.name})\n" for p in figures]
+    md += _claims_and_card_md(checks)
     tex = [r"\documentclass{article}", r"\usepackage[margin=2cm]{geometry}", *TEX_PACKAGES,
            r"\usepackage[table]{xcolor}", r"\begin{document}",
            rf"\section*{{{tex_escape(name)}: report}}", tex_escape(params)] + ([tex_escape(note)] if note else [])
