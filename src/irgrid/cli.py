@@ -440,7 +440,8 @@ def cmd_report(args) -> int:
     verify_outputs(args.out)  # incomplete or mixed folders are refused, naming the file
 
     written = write_report(args.out, to=args.to, n_resamples=args.bootstrap, seed=args.seed,
-                           fraction=args.fraction, reference=args.reference, paper=args.paper)
+                           fraction=args.fraction, reference=args.reference, paper=args.paper,
+                           vector=args.vector_figures)
     folder = written[0].parent if written else args.to
     print(f"wrote {len(written)} files to {folder} (report.md, report.html, report.tex, tables, figures, CSVs)")
     import json
@@ -696,6 +697,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--paper", action=argparse.BooleanOptionalAction, default=None,
                    help="the paper's tables and z-scores: --paper always, --no-paper never (default: only the tables "
                         "whose columns the grid's datasets fill)")
+    p.add_argument("--vector-figures", action="store_true",
+                   help="every figure also as SVG and PDF, for papers (PNG only by default: faster)")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("check", help="compare a grid with the expected scores next to its experiment; "
                                      "exit 1 on FAIL")

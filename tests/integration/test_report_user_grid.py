@@ -50,7 +50,7 @@ def own(shared_store, tmp_path_factory):
         f"test: {{name: randomization, permutations: {PERMUTATIONS}, seed: 0}}", "test: t\ncomparisons: all-pairs"))
     grid.run(load(root / "own.yaml"), out=root / "out", store=shared_store)
     grid.run(load(root / "pairs.yaml"), out=root / "pairs", store=shared_store)
-    assert main(["report", str(root / "out")]) == 0
+    assert main(["report", str(root / "out"), "--vector-figures"]) == 0
     assert main(["report", str(root / "pairs"), "--paper"]) == 0
     return root
 
@@ -303,3 +303,4 @@ def test_figures_come_as_png_svg_and_pdf_with_per_query_differences_to_the_basel
         assert (report / f"{stem}.pdf").read_bytes()[:5] == b"%PDF-"
         assert "<svg" in (report / f"{stem}.svg").read_text()[:2000]
     assert "![delta-vaswani](delta-vaswani.png)" in (report / "report.md").read_text()
+    assert not list((own / "pairs" / "report").glob("*.pdf"))  # PNG only without --vector-figures

@@ -52,7 +52,7 @@ def latencies(grid: Grid) -> tuple[pd.DataFrame, str]:
                    f"{what}; no spread. `irgrid run --latency` re-measures them together, interleaved and repeated")
 
 
-def figure1(grid: Grid, path: Path) -> Path:
+def figure1(grid: Grid, path: Path, vector: bool = False) -> Path:
     """Effectiveness (each dataset's headline measure) vs query latency (ms/query, log scale), with the latency's
     spread and source; every system kind in the legend; labels placed apart (adjustText)."""
     import matplotlib
@@ -109,12 +109,12 @@ def figure1(grid: Grid, path: Path) -> Path:
         fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False,
                    bbox_to_anchor=(0.5, foot))
     fig.tight_layout(rect=(0, foot + (0.07 if handles else 0.01), 1, 1))
-    _save(fig, path)
+    _save(fig, path, vector)
     plt.close(fig)
     return path
 
 
-def jaccard_figure(matrix: pd.DataFrame, title: str, path: Path) -> Path:
+def jaccard_figure(matrix: pd.DataFrame, title: str, path: Path, vector: bool = False) -> Path:
     """A Figure 2 style heatmap of pairwise Jaccard similarity."""
     import matplotlib
 
@@ -133,7 +133,7 @@ def jaccard_figure(matrix: pd.DataFrame, title: str, path: Path) -> Path:
     ax.set_title(title, fontsize=9)
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="Jaccard")
     fig.tight_layout()
-    _save(fig, path)
+    _save(fig, path, vector)
     plt.close(fig)
     return path
 
@@ -146,13 +146,15 @@ def vector_copies(path: Path) -> list[Path]:
     return [path.with_suffix(f".{ext}") for ext in VECTOR_FORMATS]
 
 
-def _save(fig, path: Path) -> None:
+def _save(fig, path: Path, vector: bool) -> None:
+    """The PNG; with `vector`, also SVG and PDF for papers (opt-in: a paper-sized grid has dozens of figures and
+    the PDF backend draws every marker, minutes on 2 cores)."""
     fig.savefig(path, dpi=150)
-    for copy in vector_copies(path):
+    for copy in vector_copies(path) if vector else ():
         fig.savefig(copy, metadata={"Date": None} if copy.suffix == ".svg" else {"CreationDate": None})
 
 
-def delta_figure(grid: Grid, dataset: str, path: Path) -> Path | None:
+def delta_figure(grid: Grid, dataset: str, path: Path, vector: bool = False) -> Path | None:
     """Per-query differences to the baseline on the dataset's first measure, sorted, one panel per system: whether
     a mean change is a few large wins or a broad shift (the paper's tables show means only). None without a
     baseline or another system."""
@@ -184,6 +186,6 @@ def delta_figure(grid: Grid, dataset: str, path: Path) -> Path | None:
     axes[0][0].set_ylabel(f"Δ {measure}", fontsize=8)
     fig.suptitle(f"Per-query differences to the baseline: {dataset}", fontsize=9)
     fig.tight_layout()
-    _save(fig, path)
+    _save(fig, path, vector)
     plt.close(fig)
     return path

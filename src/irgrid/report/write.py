@@ -24,9 +24,10 @@ from irgrid.util.markdown import markdown_table
 
 def write_report(out: str | Path, to: str | Path | None = None, n_resamples: int = stats_mod.BOOTSTRAP_B,
                  seed: int = stats_mod.BOOTSTRAP_SEED, fraction: float = 0.1, reference: str | Path | None = None,
-                 paper: bool | None = None) -> list[Path]:
+                 paper: bool | None = None, vector: bool = False) -> list[Path]:
     """Analyse the grid stored in `out` and write every table and figure under `to` (default OUT/report).
-    `paper`: the paper's tables and z-scores where the grid fills them (None), always (True) or never (False)."""
+    `paper`: the paper's tables and z-scores where the grid fills them (None), always (True) or never (False).
+    `vector`: every figure also as SVG and PDF."""
     grid = load(out)
     to = Path(to) if to is not None else grid.out / "report"
     to.mkdir(parents=True, exist_ok=True)
@@ -53,20 +54,20 @@ def write_report(out: str | Path, to: str | Path | None = None, n_resamples: int
             written.append(path)
     figures = []
     if (grid.results["measure"] == "ms/query").any():
-        figures.append(figure1(grid, to / "figure1.png"))
+        figures.append(figure1(grid, to / "figure1.png", vector))
     for dataset in grid.datasets:
         if dataset in a.params["skipped"]:
             continue
         m = jaccard_square(a, grid, dataset)
         figures.append(jaccard_figure(m, f"Hard-query overlap (worst {fraction:.0%})\n{dataset}",
-                                      to / f"jaccard-{slug(dataset)}.png"))
+                                      to / f"jaccard-{slug(dataset)}.png", vector))
     for dataset in grid.datasets:  # per-query differences to the baseline (a mean change: few big wins or broad?)
         if dataset in paper_mod.AGGREGATES:
             continue
-        delta = delta_figure(grid, dataset, to / f"delta-{slug(dataset)}.png")
+        delta = delta_figure(grid, dataset, to / f"delta-{slug(dataset)}.png", vector)
         if delta is not None:
             figures.append(delta)
-    written += figures + [copy for f in figures for copy in vector_copies(f)]  # PNG, and SVG/PDF for papers
+    written += figures + [copy for f in figures for copy in vector_copies(f) if vector]  # PNG (+ SVG/PDF)
     checks = _write_claims_and_card(grid, to, shown, n_resamples, seed, reference)
     written += _write_documents(grid, a, tables, figures, to, legend=bool(shown), checks=checks) + checks
     return written
