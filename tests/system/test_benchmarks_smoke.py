@@ -31,6 +31,7 @@ SMOKE: dict[str, tuple[list[str], list[str], dict[str, str]]] = {
     "scale.py": (["--sizes", "300", "--backends", "pisa", "dense-384", "--extra-sizes", "--total-min", "5",
                   "--work", "{tmp}/scale", "--out", "{tmp}/out"], ["pisa"], {}),
     "scifact_minilm_engine.py": ([], ["engine_ndcg@10"], {"IRGRID_TINY_MODELS": "1"}),
+    "claims_paper_grid.py": (["--out", "{tmp}/claims", "--scale", "0.01"], ["irgrid claims: 28 claims"], {}),
 }
 NOT_RUN = {"gpu_check.sh": "drives the scripts above on a GPU machine (benchmarks/gpu_check.sh); syntax-checked"}
 
