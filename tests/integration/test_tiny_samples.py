@@ -31,7 +31,7 @@ def test_one_query_bootstrap_is_not_computable_with_a_note(tmp_path, shared_stor
     assert top1["n"] == 1 and top1["value"] != rows.loc[("bm25-pisa", "AP")]["value"]
     assert pd.isna(top1["p_value"]) and pd.isna(top1["significant"])  # was p = 0.000999, significant
     assert "not computable: 1 paired query" in top1["p_note"]
-    assert "▼" not in md.split("▲/▼")[0] and "‡: no p-value against the baseline" in md
+    assert "▼" not in md.split("▲/▼")[0] and "§: no p-value against the baseline" in md
     assert rows.loc[("same", "AP")]["p_value"] == 1.0  # identical: p = 1 even on one query
     stored = pd.read_csv(tmp_path / "one" / "results.csv")
     assert stored["p_note"].fillna("").str.contains("not computable").sum() == 2  # top1's AP and nDCG@10

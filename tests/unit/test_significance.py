@@ -195,8 +195,8 @@ def test_results_markdown_and_report_comparisons_note_untested_pairs():
              "p_note": None if s == "a" else PairedTest("bootstrap").why_not([v], [0.5])}
             for s, v in (("a", 0.5), ("b", 0.1))]
     text = markdown_table(pd.DataFrame(rows))
-    assert "0.1000 ‡" in text and "▼" not in text.split("▲/▼")[0]
-    assert "‡: no p-value against the baseline" in text and "b AP (not computable: 1 paired query" in text
+    assert "0.1000 §" in text and "▼" not in text.split("▲/▼")[0]
+    assert "§: no p-value against the baseline" in text and "b AP (not computable: 1 paired query" in text
     # the report's all-pairs: identical systems p = 1, one query not computable with a note
     perq = pd.DataFrame([{"dataset": "d", "measure": "AP", "system": s, "qid": q, "value": v}
                          for s, vals in (("a", [0.2, 0.4, 0.6]), ("b", [0.2, 0.4, 0.6]), ("c", [0.1, 0.5, 0.9]))
