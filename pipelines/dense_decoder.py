@@ -88,6 +88,8 @@ ENCODER_DECODER = [
                                         text="'Represent the document: '"),
                 "doc_fields": paper(("title", "text"), ENCODER_PY, ST_TITLES),
                 "dtype": paper("fp32", ENCODER_PY, ST_HANDLER),
+                "pool_prompt": paper(True, ENCODER_PY, ST_ROUTE + "; " + ST_NO_PROMPT + ": sentence-transformers' "
+                                     "Pooling(mean) over the whole attention mask, leading tokens included"),
                 **release_titles(where=ST_TITLES), **_st_default(),
             },
             "card": {"query_template": Setting("Represent the Wikipedia question for retrieving supporting "
@@ -95,7 +97,10 @@ ENCODER_DECODER = [
                      "doc_template": Setting("Represent the Wikipedia document for retrieval: {text}",
                                              "INSTRUCTOR README / MTEB instructor_models"),
                      "doc_fields": Setting(("title", "text"), "MTEB retrieval corpus: title + ' ' + text"),
-                     "dtype": Setting("bf16", NO_CARD_DTYPE), **card_titles(), **_st_default(False)},
+                     "dtype": Setting("bf16", NO_CARD_DTYPE),
+                     "pool_prompt": Setting(False, "INSTRUCTOR README: the instruction's tokens are excluded from "
+                                                   "mean pooling"),
+                     **card_titles(), **_st_default(False)},
         },
         citation="Su et al., Findings of ACL 2023",
         notes="INSTRUCTOR mean-pools over the text tokens only (instruction excluded), then Dense + Normalize; with "
@@ -202,10 +207,15 @@ DECODER_ONLY = [
                 query_template=paper("Instruct: Retrieve passages that answer this query\nQuery: {text}", MODELS_PY,
                                      "generalist_embedders['qwen']['query_instruction']"),
                 append_eos=paper(False, ENCODER_PY, "encode(): plain tokenizer call, no EOS appended; last_token = "
-                                                    "last attended token")),
+                                                    "last attended token"),
+                left_pad_last_token=paper(256, ENCODER_PY, "_load_manual_transformer(): tokenizer.padding_side = "
+                                                           "'left' for Qwen; encode(): batch_size=256 in input order, "
+                                                           "last_token pooling at attention_mask.sum(1) - 1")),
             "card": {"query_template": Setting("Instruct: Given a web search query, retrieve relevant passages that "
                                                "answer the query\nQuery:{text}", "model card Qwen/Qwen3-Embedding-0.6B"),
                      "append_eos": Setting(True, "model card: last-token pooling on <|endoftext|>"),
+                     "left_pad_last_token": Setting(None, "irgrid (quirk off): right padding, the last attended "
+                                                          "token of each text whatever its batch"),
                      "query_max_length": Setting(8192, "model card usage example max_length=8192"),
                      "doc_max_length": Setting(8192, "model card usage example max_length=8192"),
                      "dtype": Setting("bf16", NO_CARD_DTYPE), **card_titles()},

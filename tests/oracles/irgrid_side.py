@@ -152,11 +152,15 @@ def splade_weights(name: str, texts: list[str]) -> tuple[Any, Any, dict[str, Any
     from irgrid.core.retrievers import get
     from irgrid.pipelines.learned_sparse import _splade
     from irgrid.runner.cell import resolve_models
-    from irgrid.sparse.splade import encode_max_first
+    from irgrid.sparse.splade import doc_max_length, encode_max_first
 
     entry = get(name, tiny=True).with_profile("paper")
-    params = entry.index.stage.params
-    splade = _splade(resolve_models(entry.index.stage.models), params, "cpu")
+    params = dict(entry.index.stage.params)
+    models = resolve_models(entry.index.stage.models)
+    # the document stage's length (learned_sparse.splade_stage): the profile's doc_max_length rule over max_length
+    params["max_length"] = doc_max_length(params.get("doc_max_length"), int(params["max_length"]),
+                                          models["encoder"].location)
+    splade = _splade(models, params, "cpu")
     return encode_max_first(splade, texts, int(params["batch_size"]), 1.0), splade, params
 
 

@@ -120,3 +120,17 @@ def test_unicoil_paper_profile_drops_its_tail_in_the_document_stage():
     assert card.index.stage.params["unicoil_tail_batches"] is None
     assert paper.index.stage.key() != card.index.stage.key()
     assert get("sparta").with_profile("paper").index.stage.params["sparta_pad_max"] == {"workers": 4, "batch_size": 32}
+
+
+@pytest.mark.parametrize("value", [0, True, "256", 256.0])
+def test_left_pad_last_token_rejects_what_is_not_a_batch_size(value):
+    with pytest.raises(EntryError, match="left_pad_last_token is the release's batch size"):
+        spec_of(get("qwen3-embedding-0.6b").with_options(left_pad_last_token=value), "q")
+
+
+def test_left_pad_last_token_needs_last_token_pooling_and_keys_only_when_on():
+    paper = spec_of(get("qwen3-embedding-0.6b").with_profile("paper"), "d")
+    assert paper.left_pad_last_token == 256 and paper.side_config("d")["left_pad_last_token"] == 256
+    assert "left_pad_last_token" not in spec_of(get("qwen3-embedding-0.6b").with_profile("card"), "d").side_config("d")
+    with pytest.raises(EntryError, match="with pooling 'mean'"):
+        spec_of(get("contriever").with_options(left_pad_last_token=256), "q")

@@ -87,6 +87,10 @@ QUIRKS: dict[str, Quirk] = {q.name: q for q in (
           "SPARTA takes each term's max over every position of the padded batch, padding included, so a document's "
           "weights depend on its batch; the value is {workers, batch_size} of the release's batches; off: padding "
           "masked"),
+    Quirk("left_pad_last_token", None,
+          "last-token pooling at position (attended tokens - 1) of texts padded on the left, which is not the last "
+          "token of a text shorter than its batch's longest, so a vector depends on its batch; the value is the "
+          "release's batch size (texts in input order); off: right padding, the last attended token"),
     Quirk("score_dtype", "fp16",
           "dense scores: 'fp32' (the release's faiss IndexFlatIP) or 'fp16' (irgrid's matrix on a GPU; a CPU "
           "always scores in fp32)"),

@@ -85,12 +85,19 @@ def _estimate_params(config: Any) -> int:
 
 
 def make_bidirectional(model: Any) -> None:
-    """Remove a decoder's causal mask (LLM2Vec, NV-Embed, GritLM's embedding mode)."""
+    """Remove a decoder's causal mask (LLM2Vec, NV-Embed, GritLM's embedding mode, KaLM).
+
+    An architecture with its own bidirectional mode (`config.use_bidirectional_attention`, Gemma 3 /
+    EmbeddingGemma) keeps its masks, as transformers and sentence-transformers run it: full-attention layers see
+    every token, sliding-window layers the tokens closer than the window (|i - j| < window). Setting
+    `config.is_causal=False` there would replace them with transformers' generic bidirectional masks (4.57: no
+    window; 5.x: |i - j| <= window), which the oracle (sentence-transformers 5.1.2) shows differ."""
     for m in model.modules():
         if hasattr(m, "is_causal"):
             m.is_causal = False
     if hasattr(model.config, "use_bidirectional_attention"):
         model.config.use_bidirectional_attention = True
+        return
     model.config.is_causal = False  # transformers' mask builders then make a padding-only (bidirectional) mask
 
 

@@ -29,9 +29,14 @@ if TYPE_CHECKING:
 from irgrid.dense.model import SideModel
 from irgrid.dense.spec import EncoderSpec
 from irgrid.util import settings
+from irgrid.util.errors import Error
 from irgrid.util.settings import SettingsError
 
 log = logging.getLogger("irgrid")
+
+
+class EncodeOOMError(Error, RuntimeError):
+    """Out of memory where a smaller batch would change the vectors (the quirk left_pad_last_token)."""
 
 
 def is_oom(error: BaseException) -> bool:
@@ -81,6 +86,9 @@ class Engine:
             self.replicas += [SideModel(spec, side, resolved, d) for d in devices[1:]]
         self.batch_size = batch_size
         self.chunk_size = chunk_size or default_chunk_size()
+        if spec.left_pad_last_token:  # the release's batches never cross a chunk: chunks hold whole batches
+            fixed = spec.left_pad_last_token
+            self.chunk_size = max(1, self.chunk_size // fixed) * fixed
         self.stats = EncodeStats(batch_size=batch_size, dtype=self.replicas[0].dtype_name,
                                  devices=[r.device for r in self.replicas])
 
@@ -89,7 +97,12 @@ class Engine:
         return self.replicas[0].tokenizer
 
     def _batches(self, tokenized: list[list[int]]) -> list[list[int]]:
-        """Indices sorted by length (longest first), cut into batches of at most batch_size x longest tokens."""
+        """Indices sorted by length (longest first), cut into batches of at most batch_size x longest tokens.
+        Under the quirk left_pad_last_token: input order, batches of exactly the release's size (a vector depends
+        on its batch there)."""
+        if self.spec.left_pad_last_token:
+            fixed = self.spec.left_pad_last_token
+            return [list(range(i, min(i + fixed, len(tokenized)))) for i in range(0, len(tokenized), fixed)]
         order = sorted(range(len(tokenized)), key=lambda i: -len(tokenized[i]))
         budget = self.batch_size * max((len(t) for t in tokenized), default=1)
         batches, current, width = [], [], 0
@@ -116,6 +129,12 @@ class Engine:
                 except Exception as e:  # noqa: BLE001  (only out-of-memory is handled; everything else re-raises)
                     if not is_oom(e) or len(batch) == 1:
                         raise
+                    if self.spec.left_pad_last_token:
+                        raise EncodeOOMError(
+                            f"{self.spec.name}: out of memory on a batch of {len(batch)}; the quirk "
+                            f"left_pad_last_token needs the release's batches of {self.spec.left_pad_last_token} "
+                            f"(a smaller batch changes the vectors). Use a GPU with more memory, or turn the quirk "
+                            f"off (options: {{left_pad_last_token: null}}).") from e
                     self.stats.oom_backoffs += 1
                     self.batch_size = max(1, self.batch_size // 2)
                     self.stats.batch_size = self.batch_size

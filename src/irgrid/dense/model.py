@@ -199,6 +199,10 @@ class SideModel:
         mask = torch.zeros((len(batch), width), dtype=torch.long)
         mask_id = self.tokenizer.mask_token_id if colbert_q else None
         for i, row in enumerate(batch):
+            if spec.left_pad_last_token:  # the quirk: padded on the left, as the release's Qwen tokenizer pads
+                ids[i, width - len(row):] = torch.tensor(row)
+                mask[i, width - len(row):] = 1
+                continue
             ids[i, : len(row)] = torch.tensor(row)
             attended = len(row)
             if colbert_q:  # the [MASK] augmentation is encoded but not attended to (ColBERT's default)
@@ -240,7 +244,7 @@ class SideModel:
             vec = hidden
         elif spec.pooling == "cls":
             vec = hidden[:, 0]
-        elif spec.pooling == "last":
+        elif spec.pooling == "last":  # the last attended token; left-padded (quirk): position attended - 1
             vec = hidden[torch.arange(hidden.shape[0], device=hidden.device), mask.sum(1) - 1]
         else:
             if spec.pooling == "latent-attention":

@@ -44,7 +44,7 @@ FLAT = (("title", "text"), " ")  # (doc_fields, doc_sep) of the flat documents `
 SPEC_OPTIONS = ("query_template", "doc_template", "query_max_length", "doc_max_length", "doc_fields", "doc_sep",
                 "doc_empty", "none_title", "keep_empty_title", "st_default_prompt",
                 "query_pair", "query_length_rule", "pooling", "normalize", "similarity", "pool_prompt", "append_eos",
-                "dtype", "loader", "adapters", "truncate_dim", "prompt_mask_specials")
+                "dtype", "loader", "adapters", "truncate_dim", "prompt_mask_specials", "left_pad_last_token")
 
 
 _TUPLE_FIELDS = ("doc_fields", "query_length_rule", "adapters", "allow_missing", "allow_unexpected")
@@ -90,6 +90,9 @@ class EncoderSpec:
     prompt_mask_specials: bool = True
     bidirectional: bool = False  # decoder run without its causal mask (LLM2Vec, NV-Embed, GritLM embedding mode)
     append_eos: bool = False  # last-token pooling on an EOS appended after truncation (unless already there)
+    # the quirk `left_pad_last_token` (irgrid.core.profiles.QUIRKS): the release's batch size; texts are encoded in
+    # input order in batches of exactly that many, padded on the left, and pooled at position (attended tokens - 1)
+    left_pad_last_token: int | None = None
     dtype: str = "bf16"  # on GPU; CPU encodes in fp32
     trust_remote_code: bool = False
     loader: str = "auto"
@@ -120,6 +123,10 @@ class EncoderSpec:
             raise EntryError(f"{self.name}: doc_fields {list(self.doc_fields)} must name some of {DOC_FIELDS}")
         if self.query_length_rule is not None and len(self.query_length_rule) != 2:
             raise EntryError(f"{self.name}: query_length_rule is (factor, cap), got {self.query_length_rule!r}")
+        lp = self.left_pad_last_token
+        if lp is not None and (isinstance(lp, bool) or not isinstance(lp, int) or lp < 1 or self.pooling != "last"):
+            raise EntryError(f"{self.name}: left_pad_last_token is the release's batch size (a positive whole "
+                             f"number) with pooling 'last'; got {lp!r} with pooling {self.pooling!r}")
 
     @property
     def document_model(self) -> ModelRef:
@@ -189,7 +196,7 @@ class EncoderSpec:
                             "doc_template", "query_max_length", "doc_max_length", "profiles", "allow_missing",
                             "allow_unexpected", "doc_fields", "doc_sep", "doc_empty", "none_title",
                             "keep_empty_title", "st_default_prompt", "query_pair",
-                            "query_length_rule", "prompt_mask_specials")}
+                            "query_length_rule", "prompt_mask_specials", "left_pad_last_token")}
         if with_model:
             out["model"] = self.model(side).config()
         out["template"] = self.template(side)
@@ -207,6 +214,8 @@ class EncoderSpec:
                 out["keep_empty_title"] = True
         if self.st_default_prompt:
             out["st_default_prompt"] = True
+        if self.left_pad_last_token is not None:
+            out["left_pad_last_token"] = self.left_pad_last_token
         if side == "q" and self.query_pair:
             out["query_pair"] = True
         if side == "q" and self.query_length_rule is not None:
