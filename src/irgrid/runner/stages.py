@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from irgrid.store import Store
 
 
-
 def CachedRun(entry: GridCell, dataset: Dataset, store: Store, model_map: Mapping[str, str]) -> Any:  # noqa: N802
     return _classes()["CachedRun"](entry, dataset, store, model_map)
 
