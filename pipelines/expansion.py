@@ -312,6 +312,7 @@ def make_hyde(options: Mapping[str, Any]) -> Retriever:
                                   "generator": QWEN},
         options=opts, extra="expansion", derive=make_hyde, derive_options=("encoder", "encoder_profile"), profiles=HYDE_PROFILES,
         option_types=SAMPLING_TOP_K, wraps=dense, wiring=wiring, swappable=("generator",),
+        make_scorer=None,  # HyDE does not re-rank: its query side generates (the dense entry's scorer is its own)
         reference=f"Gao et al. 2023; hypothetical document from Qwen2.5-7B-Instruct (the paper), averaged with the "
                   f"query embedding, over the {dense.name} index (shared); prompt: {HYDE_PROMPT.source}. HyDE's "
                   f"repository averages 8 sampled documents (n=8); irgrid generates one in both profiles, as the "

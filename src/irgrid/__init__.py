@@ -62,15 +62,15 @@ def pipeline(entry: str | GridCell, dataset: Any = None, names: dict[str, Any] |
     from irgrid.runner.build import python_pipeline
 
     if isinstance(entry, str):
-        from irgrid.runner import expressions
+        from irgrid.runner import expressions, grammar
         from irgrid.util.registry import UnknownNameError
 
         named = {n: getattr(p, "expression", p) for n, p in (names or {}).items()}
         try:
             entry = named[entry] if entry in named else retriever(entry)
         except UnknownNameError:
-            tree = expressions.parse(entry)
-            if isinstance(tree, expressions.Ref):
+            tree = grammar.parse(entry)
+            if isinstance(tree, grammar.Ref):
                 raise
             entry = expressions.expression(entry, named=named)
     return python_pipeline(entry, dataset, **kwargs)
@@ -108,11 +108,11 @@ def __getattr__(name: str) -> Any:
     if name == "rrf":
         return _rrf
     if name in ("register_scorer", "SCORERS", "can_score"):
-        from irgrid.runner import expressions
+        from irgrid.runner import scoring
 
-        expressions.ensure_scorers()
-        return {"register_scorer": expressions.register_scorer, "SCORERS": expressions.SCORERS,
-                "can_score": expressions.can_score}[name]
+        scoring.ensure_scorers()
+        return {"register_scorer": scoring.register_scorer, "SCORERS": scoring.SCORERS,
+                "can_score": scoring.can_score}[name]
     raise AttributeError(f"module 'irgrid' has no attribute {name!r}")
 
 

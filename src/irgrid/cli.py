@@ -47,7 +47,7 @@ def entry_card(r) -> list[str]:
     differences"): family, checkpoints with revisions, options with types and defaults, index recipe, the roles it
     can play in a pipeline, profiles, the paper's name, where its configuration comes from. Imports no torch."""
     from irgrid.core.retrievers import OPTION_NULLABLE, OPTION_TYPES
-    from irgrid.runner.expressions import rerank_only, scorer_factory
+    from irgrid.runner.scoring import rerank_only, scorer_factory
 
     def ref(m) -> str:
         return f"{m.id}" + (f" @ {m.revision}" if m.revision else " (no pinned revision)")

@@ -27,7 +27,8 @@ MONOT5_TEMPLATE = "Query: {query} Document: {text} Relevant:"
 
 
 def make_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None, index: Any = None) -> Any:
-    """The entry's scorer (registered with irgrid.runner.expressions for the right side of >>)."""
+    """The entry's scorer for the right side of >> (the entries' declared `make_scorer`, read by
+    irgrid.runner.scoring)."""
     return _scorer_class()(entry.name, entry.head, dict(entry.options), models["model"], device)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from irgrid.core.retrievers import RETRIEVERS, get
-from irgrid.dense.entry import spec_of
+from irgrid.dense.spec import spec_of
 
 R = {"docno": "d1", "title": "Title words", "text": "body text of the document"}
 
@@ -199,7 +199,8 @@ def test_paper_profile_end_to_end(name, scifact_fielded, tmp_path, tiny):
         return
     # as a re-ranker (`.scorer(ds)`, no index: the candidates' texts encoded) it scores with the same profiled
     # spec as its own retrieval: the same scores for the same documents
-    from irgrid.runner.expressions import dense_scorer, with_doc_text
+    from irgrid.dense.scorers import dense_scorer
+    from irgrid.runner.stages import with_doc_text
 
     scorer = dense_scorer(entry, resolve_models(entry.all_models()), "cpu", index=None)
     scored = with_doc_text(scorer, get_dataset("beir/scifact/test")).transform(res[["qid", "query", "docno"]])

@@ -115,7 +115,7 @@ def test_a_killed_expression_loses_only_its_own_cell(fresh_store, monkeypatch):
 
 def test_python_pipelines_join_the_grid_with_their_key(tmp_path):
     import irgrid
-    from irgrid.runner.expressions import ExpressionError
+    from irgrid.runner.grammar import ExpressionError
     from irgrid.store import Store
 
     exp = {"datasets": [{"name": "vaswani", "queries": 10}], "retrievers": ["bm25-pisa"], "measures": ["AP"],
@@ -177,8 +177,9 @@ def test_dense_reranker_scores_candidates_with_the_indexed_vectors(slice_grid):
 
 def test_dense_reranker_without_an_index_encodes_the_candidates_texts(slice_grid):
     """No index in the cache: the candidates' texts (docstore) are encoded; same scores up to float rounding."""
+    from irgrid.dense.scorers import dense_scorer
     from irgrid.runner.cell import resolve_models
-    from irgrid.runner.expressions import DocText, dense_scorer
+    from irgrid.runner.stages import DocText
 
     spec, _, store = slice_grid
     ds = spec.datasets[0]
@@ -232,7 +233,7 @@ def test_doc_text_from_the_docstore_is_the_indexing_text():
     import itertools
 
     from irgrid.data.datasets import get
-    from irgrid.runner.expressions import DocText
+    from irgrid.runner.stages import DocText
 
     for name in ("vaswani", "beir/scifact/test"):
         ds = get(name)
@@ -304,7 +305,8 @@ def test_a_profile_value_for_one_dataset_keys_its_cell_and_shows_in_the_manifest
     np.testing.assert_allclose(python.sort_values(cols)["score"], stored.sort_values(cols)["score"], rtol=1e-6)
     # an expression over it is keyed by its part as run on that dataset; unchanged elsewhere
     from irgrid.data.datasets import get as get_dataset
-    from irgrid.runner.expressions import make_expression, parse
+    from irgrid.runner.expressions import make_expression
+    from irgrid.runner.grammar import parse
 
     casc = make_expression("casc", "bm25-pisa % 3", parse("bm25-pisa % 3"), {"bm25-pisa": entry}, "test")
     assert casc.for_dataset(ds).key() != casc.key() and casc.for_dataset(ds).parts["bm25-pisa"].options["k1"] == 1.2

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from irgrid.core.retrievers import RETRIEVERS
-from irgrid.dense.entry import spec_of
+from irgrid.dense.spec import spec_of
 
 Q = "what is x?"
 # me5-large's query input per profile, as tests/unit/test_prompts.py pins it for every entry from spec.render

@@ -110,7 +110,7 @@ def test_jina_task_adapter_is_the_checkpoints_own_encode(tmp_path):
     from transformers import AutoModel, AutoTokenizer
 
     from irgrid.core.retrievers import get
-    from irgrid.dense.entry import spec_of
+    from irgrid.dense.spec import spec_of
 
     folder = _tiny_jina(tmp_path / "jina")
     own = AutoModel.from_pretrained(str(folder), trust_remote_code=True).eval()
@@ -131,7 +131,7 @@ def test_jina_task_adapter_is_the_checkpoints_own_encode(tmp_path):
 
 def test_jina_checkpoint_without_adapters_fails_naming_what_to_install(tmp_path):
     from irgrid.core.retrievers import get
-    from irgrid.dense.entry import spec_of
+    from irgrid.dense.spec import spec_of
     from irgrid.models.loading import CheckpointMismatchError
 
     folder = _tiny_jina(tmp_path / "plain", with_adapters=False)
@@ -290,7 +290,7 @@ def test_qwen3_end_of_text_follows_the_checkpoints_tokenizer(tmp_path, eos_templ
     from irgrid.core.modelref import Resolved
     from irgrid.core.retrievers import get
     from irgrid.dense.engine import Engine
-    from irgrid.dense.entry import spec_of
+    from irgrid.dense.spec import spec_of
     from irgrid.models.tiny import decoder_config
 
     folder = tmp_path / "qwen3"

@@ -67,7 +67,7 @@ def test_tiny_cross_encoders_rerank_bm25_candidates(reranked, alias):
     for _, group in res.groupby("qid"):
         assert list(group.sort_values("rank")["score"]) == sorted(group["score"], reverse=True)
     # the stored score of the best pair is the architecture's score for that (query, text)
-    from irgrid.runner.expressions import DocText
+    from irgrid.runner.stages import DocText
 
     best = res.sort_values(["qid", "rank"]).iloc[0]
     query = spec.datasets[0].topics().set_index("qid").loc[best["qid"], "query"]

@@ -288,7 +288,7 @@ def test_real_generator_loads_strictly_and_samples_reproducibly(tmp_path, monkey
 def test_hyde_encodes_with_the_profiled_dense_entry():
     """HyDE's paper profile reaches its wrapped encoder: the paper's Contriever settings, index and keys."""
     from irgrid.core import retrievers
-    from irgrid.dense.entry import spec_of
+    from irgrid.dense.spec import spec_of
 
     hyde, contriever = retrievers.get("hyde"), retrievers.get("contriever")
     paper, card = hyde.with_profile("paper"), hyde.with_profile("card")

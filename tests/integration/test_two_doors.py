@@ -137,7 +137,7 @@ def test_a_first_stage_after_another_reranks_and_a_scorer_needs_candidates(doors
     """The issue's F1 composition: a dense entry's first stage fed a result frame re-ranks exactly those
     candidates (the scorer's scores), instead of retrieving 1,000 new documents per input row."""
     import irgrid
-    from irgrid.runner.expressions import ExpressionError
+    from irgrid.runner.grammar import ExpressionError
     from irgrid.runner.roles import RoleError
 
     ds = doors["ds"]

@@ -27,7 +27,7 @@ def top10_of(q: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _engine(name: str, side: str) -> Any:
     from irgrid.core.retrievers import RETRIEVERS
     from irgrid.dense.engine import Engine
-    from irgrid.dense.entry import spec_of
+    from irgrid.dense.spec import spec_of
     from irgrid.models.resolver import resolve
 
     spec = spec_of(RETRIEVERS.get(name).with_profile("paper"), side)

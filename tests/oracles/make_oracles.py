@@ -233,7 +233,7 @@ def _tiny_folder(name: str, side: str) -> Path:
         from irgrid.runner.cell import resolve_models
 
         return Path(resolve_models(get(name, tiny=True).index.stage.models)["encoder"].location)
-    from irgrid.dense.entry import spec_of
+    from irgrid.dense.spec import spec_of
     from irgrid.models.resolver import resolve
 
     spec = spec_of(RETRIEVERS.get(name).with_profile("paper"), side)

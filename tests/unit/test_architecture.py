@@ -197,3 +197,35 @@ def test_a_stale_dotted_name_is_caught():
     mods = _modules()
     assert _resolves("irgrid.util.settings.Settings.from_env", mods) and _resolves("irgrid.pipelines.sparse", mods)
     assert not _resolves("irgrid.util.settings.NoSuchThing", mods) and not _resolves("irgrid.nowhere", mods)
+
+
+# backends' scorers: the entries declare them (`Retriever.make_scorer`); the runner only reads what is declared
+BACKEND_SCORERS = {"irgrid.dense.scorers", "irgrid.cross_encoders"}
+
+
+def test_expressions_module_is_small_and_runner_imports_no_backend_scorer():
+    """Issue 39: runner/expressions.py holds one concern (the Expression cell), and no runner module imports a
+    backend's scorer (anywhere in the file, function-level imports included)."""
+    lines = len((SRC / "runner" / "expressions.py").read_text().splitlines())
+    assert lines <= 400, f"src/irgrid/runner/expressions.py has {lines} lines (at most 400)"
+    mods = _modules()
+    runner = {m: p for m, p in mods.items() if m == "irgrid.runner" or m.startswith("irgrid.runner.")}
+    assert "irgrid.runner.expressions" in runner and len(runner) > 5  # the walk sees the package
+    found = {m: sorted(_imports(m, p, set(mods)) & BACKEND_SCORERS) for m, p in runner.items()}
+    assert not {m: t for m, t in found.items() if t}, f"runner modules import a backend's scorer: {found}"
+
+
+def test_the_import_check_sees_a_function_level_scorer_import(tmp_path):
+    mods = _modules()
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f():\n    from irgrid.dense.scorers import dense_scorer\n    return dense_scorer\n")
+    assert _imports("irgrid.runner.probe", probe, set(mods)) & BACKEND_SCORERS == {"irgrid.dense.scorers"}
+
+
+def test_dense_and_late_interaction_entries_declare_their_scorers():
+    from irgrid.core.retrievers import get
+    from irgrid.dense import scorers
+
+    assert get("all-minilm-l6-v2").make_scorer is scorers.dense_scorer
+    assert get("colbertv2").make_scorer is scorers.late_scorer
+    assert get("hyde").make_scorer is None  # built over a dense entry, but it does not re-rank

@@ -46,7 +46,7 @@ def test_bad_fusion_weights_and_huge_expressions(pipeline, expected):
 def test_python_api_options_names_and_keys_are_checked():
     import irgrid
     from irgrid.core.retrievers import OptionValueError
-    from irgrid.runner.expressions import ExpressionError
+    from irgrid.runner.grammar import ExpressionError
     from irgrid.util.registry import UnknownNameError
 
     entry = irgrid.retriever("bm25-pisa")
@@ -142,7 +142,8 @@ def test_a_query_sample_of_no_queries_is_refused_like_queries_0():
 def test_an_extra_function_that_returns_no_transformer(tmp_path):
     """Was: AttributeError: 'NoneType' object has no attribute 'transform', deep in the cell."""
     from irgrid.data.datasets import get
-    from irgrid.runner.expressions import ExpressionError, extra_pipeline
+    from irgrid.runner.grammar import ExpressionError
+    from irgrid.runner.python_pipeline import extra_pipeline
     from irgrid.store import Store
 
     cell = extra_pipeline("mine", lambda ds: None, "mine-v1")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from irgrid.core.retrievers import RETRIEVERS
-from irgrid.dense.entry import by_size, spec_of
+from irgrid.dense.entry import by_size
+from irgrid.dense.spec import spec_of
 from irgrid.runner import experiment
 
 

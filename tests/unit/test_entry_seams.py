@@ -18,7 +18,7 @@ from support import BM25_PISA_K12, install_entry_package
 import irgrid
 from irgrid.core.retrievers import RETRIEVERS, get
 from irgrid.models import tiny
-from irgrid.runner import expressions
+from irgrid.runner import scoring
 from irgrid.util.registry import DuplicateNameError, Registry, RegistryError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,11 +63,11 @@ def test_entries_import_no_private_name_and_no_registry_internals():
 def test_rerankers_declare_their_scorer():
     ce = get("ce-ms-marco-minilm-l6-v2")
     assert ce.make_scorer is not None and ce.rerank_only
-    assert expressions.can_score(ce) and expressions.rerank_only(ce)
-    assert ce.query not in expressions.SCORERS  # the entry says it, no table above the entries is edited
+    assert scoring.can_score(ce) and scoring.rerank_only(ce)
+    assert ce.query not in scoring.SCORERS  # the entry says it, no table above the entries is edited
     bm25, minilm = get("bm25"), get("all-minilm-l6-v2")
-    assert not expressions.can_score(bm25) and not expressions.rerank_only(bm25)
-    assert expressions.can_score(minilm) and not expressions.rerank_only(minilm)  # dense: scorer by query builder
+    assert not scoring.can_score(bm25) and not scoring.rerank_only(bm25)
+    assert scoring.can_score(minilm) and not scoring.rerank_only(minilm)  # dense: declared by its entry too
 
 
 def test_register_scorer_still_serves_users_own_query_builders():
@@ -83,11 +83,11 @@ def test_register_scorer_still_serves_users_own_query_builders():
     assert not irgrid.can_score(mine)
     irgrid.register_scorer(my_query, my_scorer, rerank_only=True)
     try:
-        assert irgrid.can_score(mine) and expressions.rerank_only(mine)
-        assert expressions.scorer_factory(mine) is my_scorer
+        assert irgrid.can_score(mine) and scoring.rerank_only(mine)
+        assert scoring.scorer_factory(mine) is my_scorer
     finally:
-        expressions.SCORERS.pop(my_query)
-        expressions.RERANK_ONLY.discard(my_query)
+        scoring.SCORERS.pop(my_query)
+        scoring.RERANK_ONLY.discard(my_query)
 
 
 # -- lazy entries: import order does not matter ---------------------------------------------------------------------

@@ -13,8 +13,7 @@ import re
 import pytest
 
 from irgrid.core.retrievers import RETRIEVERS
-from irgrid.dense.entry import spec_of
-from irgrid.dense.spec import ENCODERS
+from irgrid.dense.spec import ENCODERS, spec_of
 
 Q = "what is x?"
 R = {"title": "Title.", "text": "Body text."}

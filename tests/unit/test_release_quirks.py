@@ -11,7 +11,7 @@ import pytest
 
 from irgrid.core.profiles import QUIRKS, keyed
 from irgrid.core.retrievers import RETRIEVERS, EntryError, get
-from irgrid.dense.entry import spec_of
+from irgrid.dense.spec import spec_of
 
 TEXT = "Floods rise. Ünïcode"
 # the irgrid record of a document (irgrid.data.doc_fields: no 'title' key on a title-less corpus) -> the release's

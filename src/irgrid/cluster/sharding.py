@@ -73,7 +73,7 @@ def shard_ready(store: Store, recipe: IndexRecipe, dataset: Dataset, start: int,
 
 def _engine(recipe: IndexRecipe, model_map: Mapping[str, str] | None, device: str | None) -> Any:
     from irgrid.dense.engine import engine_for
-    from irgrid.dense.entry import side_spec
+    from irgrid.dense.spec import side_spec
     from irgrid.runner.cell import resolve_models
 
     spec = side_spec(recipe.params, "d")

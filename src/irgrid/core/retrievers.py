@@ -191,7 +191,7 @@ class Retriever:
     # silently pair mismatched parts
     swappable: tuple[str, ...] = ()
     # how the entry scores a given candidate set (right of `>>`, `.scorer(ds)`): factory(entry, resolved models,
-    # device, opened index or None) -> transformer, read by irgrid.runner.expressions (not part of the key: the
+    # device, opened index or None) -> transformer, read by irgrid.runner.scoring (not part of the key: the
     # scorer follows the entry's configuration); `rerank_only`: it cannot retrieve (cross-encoders)
     make_scorer: Callable[..., Any] | None = None
     rerank_only: bool = False

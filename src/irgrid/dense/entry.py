@@ -16,36 +16,14 @@ from typing import Any
 
 from irgrid.core.retrievers import BuildContext, EntryError, IndexRecipe, QueryContext, Retriever, register
 from irgrid.dense.engine import engine_for, index_dense, make_query_encoder
-from irgrid.dense.spec import SPEC_OPTIONS, EncoderSpec, SideSpec, register_encoder
+from irgrid.dense.scorers import dense_scorer, late_scorer
+from irgrid.dense.spec import SPEC_OPTIONS, EncoderSpec, SideSpec, register_encoder, require_spec, side_spec
 from irgrid.util.hashing import cache_name
-
-
-def side_spec(params: Mapping[str, Any], side: str = "d") -> EncoderSpec:
-    """The spec carried by an index's params (the document side, the only one params carry)."""
-    if side != "d":
-        raise EntryError(f"index params carry the document side's spec only, not {side!r}: use spec_of(entry)")
-    value = params["doc"]
-    if not isinstance(value, SideSpec):
-        raise EntryError(f"dense entry {params.get('encoder')!r}: expected the spec by value, got {value!r}")
-    return value.spec
 
 
 def query_spec(ctx: QueryContext) -> EncoderSpec:
     """The spec a query side encodes with: its entry's typed `encoder` wiring, as profiled / optioned."""
-    return _spec(ctx.encoder, "a dense query side")
-
-
-def _spec(value: Any, what: str) -> EncoderSpec:
-    if not isinstance(value, EncoderSpec):
-        raise EntryError(f"{what} needs its entry's encoder spec (Retriever.encoder), got {value!r}")
-    return value
-
-
-def spec_of(entry: Retriever, side: str = "q") -> EncoderSpec:
-    """The spec a dense entry (as profiled / optioned) encodes with."""
-    if side == "q":
-        return _spec(entry.encoder, f"entry {entry.name!r}")
-    return side_spec(entry.index.params)  # type: ignore[union-attr]
+    return require_spec(ctx.encoder, "a dense query side")
 
 
 def documents(ctx: BuildContext, spec: EncoderSpec) -> Iterator[dict[str, str]]:
@@ -144,6 +122,7 @@ def _entry(spec: EncoderSpec, kw: dict[str, Any]) -> Retriever:
     return Retriever(
         name=kw["name"], family=kw["family"], architecture=kw["architecture"], paper_name=kw["paper_name"],
         index=recipe, models={"query": spec.query_model}, query=late_query if late else dense_query,
+        make_scorer=late_scorer if late else dense_scorer,  # right of `>>`, `.scorer(ds)` (not part of the key)
         options=opts, encoder=spec, extra="dense", reference=reference, derive=derive,
         derive_options=(*SPEC_OPTIONS, *index_params),
         wiring={"encoder": "to run another encoder, list its own entry instead ({name: <value>}): an entry's "

@@ -17,8 +17,7 @@ from irgrid.util.hashing import config_hash
 from irgrid.util.registry import Registry
 
 if TYPE_CHECKING:
-
-    pass
+    from irgrid.core.retrievers import Retriever
 
 
 POOLINGS = ("cls", "pooler", "mean", "last", "latent-attention", "colbert")
@@ -262,3 +261,31 @@ ENCODERS: Registry[EncoderSpec] = Registry("encoder", populate=_load_entries)
 
 def register_encoder(spec: EncoderSpec) -> EncoderSpec:
     return ENCODERS.register(spec.name, spec)
+
+
+# -- the spec an entry (as profiled / optioned) encodes with: its typed wiring, read by its query side, its
+# index and its scorer (irgrid.dense.entry, irgrid.dense.scorers) --------------------------------------------
+
+
+def side_spec(params: Mapping[str, Any], side: str = "d") -> EncoderSpec:
+    """The spec carried by an index's params (the document side, the only one params carry)."""
+    if side != "d":
+        raise EntryError(f"index params carry the document side's spec only, not {side!r}: use spec_of(entry)")
+    value = params["doc"]
+    if not isinstance(value, SideSpec):
+        raise EntryError(f"dense entry {params.get('encoder')!r}: expected the spec by value, got {value!r}")
+    return value.spec
+
+
+def require_spec(value: Any, what: str) -> EncoderSpec:
+    """`value` as an encoder spec, or an error naming `what` lacks it."""
+    if not isinstance(value, EncoderSpec):
+        raise EntryError(f"{what} needs its entry's encoder spec (Retriever.encoder), got {value!r}")
+    return value
+
+
+def spec_of(entry: Retriever, side: str = "q") -> EncoderSpec:
+    """The spec a dense entry (as profiled / optioned) encodes with."""
+    if side == "q":
+        return require_spec(entry.encoder, f"entry {entry.name!r}")
+    return side_spec(entry.index.params)  # type: ignore[union-attr]

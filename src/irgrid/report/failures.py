@@ -140,7 +140,7 @@ def fusion_suggestions(jaccard_long: pd.DataFrame, families: Mapping[str, str], 
 
 
 def fusion_expression(a: str, b: str, k: int = 60) -> str:
-    """A suggestion as a pipeline expression (irgrid.runner.expressions) over the grid's own system names."""
+    """A suggestion as a pipeline expression (irgrid.runner.grammar) over the grid's own system names."""
     return f"rrf({a}, {b}, k={k})"
 
 

@@ -43,7 +43,7 @@ def write_report(out: str | Path, to: str | Path | None = None, n_resamples: int
         path = to / f"{name}.csv"
         write_text_atomic(path, frame.to_csv(index=False))
         written.append(path)
-    path = to / "fusion_pipelines.yaml"  # the suggestions as experiment items (irgrid.runner.expressions)
+    path = to / "fusion_pipelines.yaml"  # the suggestions as experiment items (irgrid.runner.grammar)
     write_text_atomic(path, failures.fusion_pipelines_yaml(a.fusion_suggestions, a.fusion_rrf, a.params["rrf_k"]))
     written.append(path)
     tables = build_tables(grid, a, reference, paper)

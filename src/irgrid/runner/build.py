@@ -47,8 +47,8 @@ def build_entry(entry: Retriever, dataset: Dataset, store: Store, model_map: Map
             artifact = recipe.open(folder, recipe.params, resolve_models(recipe.models, model_map))
             pipeline = entry.query(artifact, ctx)
             store.record_lazy(folder)
-    from irgrid.runner.expressions import build_scorer
     from irgrid.runner.roles import FirstStage
+    from irgrid.runner.scoring import build_scorer
 
     # given a result frame, a first stage re-ranks it or says what to use: it never retrieves anew
     models = dict(model_map or {})
@@ -62,8 +62,8 @@ def build_entry(entry: Retriever, dataset: Dataset, store: Store, model_map: Map
 
 def scorer_role(entry: Retriever, dataset: Any = None, store: Store | None = None,
                 model_map: Mapping[str, str] | None = None) -> Any:
-    """`Retriever.scorer()`: the entry in re-ranking position (irgrid.runner.expressions.build_scorer)."""
-    from irgrid.runner.expressions import build_scorer
+    """`Retriever.scorer()`: the entry in re-ranking position (irgrid.runner.scoring.build_scorer)."""
+    from irgrid.runner.scoring import build_scorer
 
     entry = with_mapping(entry, dict(model_map or {}))  # mapped checkpoints keyed by their folders' content
     return build_scorer(entry, dataset, store, model_map)

@@ -160,7 +160,7 @@ def dataset_item(item: Any, where: str, lookup: Callable[[str, str], ds_mod.Data
 
 
 def _pipeline_item(item: dict, where: str) -> tuple[str, str, str]:
-    """{as: NAME, pipeline: "EXPRESSION"} (grammar: irgrid.runner.expressions) -> (name, expression, where)."""
+    """{as: NAME, pipeline: "EXPRESSION"} (grammar: irgrid.runner.grammar) -> (name, expression, where)."""
     extra = sorted(set(item) - {"as", "pipeline"})
     if extra or not item.get("as") or not isinstance(item.get("pipeline"), str):
         raise ExperimentError(f"{where}: a pipeline item is {{as: NAME, pipeline: \"EXPRESSION\"}}, e.g. "
@@ -265,12 +265,13 @@ def from_dict(data: Any, source: str = "<dict>") -> ExperimentSpec:
             raise ExperimentError(f"{source}: {where}: {e}") from None
     if pipelines:
         from irgrid.runner import expressions
+        from irgrid.runner.grammar import ExpressionError
 
         named = {r.name: r for r in retrievers if r is not None}
         try:
             compiled = expressions.compile_items(list(pipelines.values()), named,
                                                   lambda n: r_mod.get(n).with_profile(default_profile))
-        except expressions.ExpressionError as e:
+        except ExpressionError as e:
             raise ExperimentError(str(e)) from None
         for i, (name, _, _) in pipelines.items():
             retrievers[i] = compiled[name]
@@ -377,7 +378,8 @@ def _test(value: Any, source: str) -> tuple[str, int, int]:
 
 def with_extra(spec: Any, extra: Mapping[str, Any] | None, keys: Mapping[str, str] | None) -> Any:
     """The spec with Python-composed pipelines appended as cells (see `extra_pipeline`)."""
-    from irgrid.runner.expressions import ExpressionError, extra_pipeline
+    from irgrid.runner.grammar import ExpressionError
+    from irgrid.runner.python_pipeline import extra_pipeline
 
     if isinstance(spec, dict):
         spec = from_dict(spec)

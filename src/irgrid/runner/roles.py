@@ -1,7 +1,7 @@
 """The roles an entry hands out in Python, as PyTerrier artifacts hand out transformers:
 `irgrid.retriever(name).retriever(ds)` (first stage), `.scorer(ds)` (re-ranks the candidates it is given) and
 `.indexer(ds)` (builds the entry's index in the cache). The scorers are the ones a pipeline expression puts on
-the right of `>>` (`irgrid.runner.expressions.scorer_factory`), so `bm25.retriever(ds) % 100 >> dense.scorer(ds)` is
+the right of `>>` (`irgrid.runner.scoring.scorer_factory`), so `bm25.retriever(ds) % 100 >> dense.scorer(ds)` is
 the YAML item `bm25 % 100 >> dense`.
 
 No silent re-retrieval: PyTerrier composes by data frames, so a first stage placed after another one receives
@@ -75,7 +75,7 @@ class FirstStage(pt.Transformer):
 
     def __init__(self, entry: Retriever, inner: Any, make_scorer: Callable[[], Any]):
         """`make_scorer`: the entry in re-ranking position on the same dataset and cache, built on first need
-        (irgrid.runner.build hands in irgrid.runner.expressions.build_scorer)."""
+        (irgrid.runner.build hands in irgrid.runner.scoring.build_scorer)."""
         self.entry, self._make_scorer = entry, make_scorer
         self.transformer = inner  # `transformer`: the latency walker (runner.transforms.stages) looks inside
         self._scorer: Any = None
