@@ -267,7 +267,8 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
                 "config_hash": cell.retriever.key(), "models": cell.meta.get("models", {}),
                 "profile": cell.retriever.profile,  # irgrid.core.profiles name applied (None: the entry's defaults)
                 # the release's quirks this entry holds, on or off (irgrid.core.profiles.QUIRKS)
-                "quirks": {k: v for k, v in cell.retriever.keyed_options().items() if k in QUIRKS},
+                # (an expression or a Python pipeline has none of its own: its entries' are under their names)
+                "quirks": {k: v for k, v in getattr(cell.retriever, "keyed_options", dict)().items() if k in QUIRKS},
                 "reference": cell.retriever.reference, "runs": {},
                 # what it is built from (irgrid.runner.expressions): fusion suggestions skip what is fused already
                 "components": expressions.components(cell.retriever), "fuses": expressions.fused(cell.retriever),
