@@ -29,8 +29,13 @@ def _pyterrier_home(tmp_path, monkeypatch):
 
 
 def same_run(a: pd.DataFrame, b: pd.DataFrame, exact: bool = True) -> None:
-    """Row for row: the same (qid, docno) pairs with the same scores (and ranks when `exact`)."""
+    """Row for row: the same (qid, docno) pairs with the same scores (and ranks when `exact`). Both in trec_eval's
+    tie order first (irgrid hands runs on in that order; a backend's own transformer keeps its engine's order of
+    equal scores)."""
+    from irgrid.core.ties import canonical_order
+
     key = ["qid", "docno"]
+    a, b = canonical_order(a), canonical_order(b)
     a = a[key + ["score", "rank"]].astype({"qid": str, "docno": str}).sort_values(key).reset_index(drop=True)
     b = b[key + ["score", "rank"]].astype({"qid": str, "docno": str}).sort_values(key).reset_index(drop=True)
     assert len(a) and a[key].equals(b[key])
