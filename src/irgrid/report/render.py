@@ -69,7 +69,7 @@ _TEX_MATH = {"−": "-", "Δ": r"\Delta", "σ": r"\sigma", "τ": r"\tau", "α": 
              "∞": r"\infty", "≥": r"\geq", "≤": r"\leq", "≈": r"\approx", "±": r"\pm", "×": r"\times",
              "·": r"\cdot", "√": r"\surd", "²": r"^{2}", "→": r"\rightarrow", "↑": r"\uparrow", "↓": r"\downarrow",
              "⇈": r"\upuparrows", "⇊": r"\downdownarrows", "▲": r"^{\blacktriangle}", "▼": r"^{\blacktriangledown}",
-             "∩": r"\cap", "∪": r"\cup", "†": r"\dagger", "‡": r"\ddagger", "§": r"\S"}
+             "∩": r"\cap", "∪": r"\cup", "†": r"\dagger", "‡": r"\ddagger", "§": r"\S", "°": r"^{\circ}"}
 TEX_PACKAGES = (r"\usepackage{booktabs}", r"\usepackage{amssymb}", r"\usepackage{graphicx}")
 
 
