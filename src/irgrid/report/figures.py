@@ -175,8 +175,11 @@ def delta_figure(grid: Grid, dataset: str, path: Path, vector: bool = False) -> 
     fig, axes = plt.subplots(rows_n, cols, figsize=(4.2 * cols, 3.0 * rows_n), sharey=True, squeeze=False)
     for ax, system in zip(axes.flat, others):
         delta = (wide[system] - wide[base]).dropna().sort_values()
-        ax.bar(range(len(delta)), delta.to_numpy(), width=1.0,
-               color=["tab:red" if d < 0 else "tab:green" for d in delta])
+        values = delta.to_numpy()
+        x = np.arange(len(values))
+        # two filled step areas, not one bar patch per query: a paper-sized report draws thousands of panels
+        ax.fill_between(x, 0, values, where=values < 0, step="mid", color="tab:red", linewidth=0)
+        ax.fill_between(x, 0, values, where=values > 0, step="mid", color="tab:green", linewidth=0)
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_title(f"{system} − {base}\n{int((delta > 0).sum())} up, {int((delta < 0).sum())} down, "
                      f"{int((delta == 0).sum())} tied", fontsize=8)
