@@ -274,7 +274,7 @@ DECODER_ONLY = [
         name="embeddinggemma",
         query_model=ModelRef("google/embeddinggemma-300m", "64614b0b8b64f0c6c1e52b07e4e9a4e8fe4d2da2",
                              arch="gemma3-text", tiny=(("st_dense", (64, 16)),)),
-        pooling="mean", bidirectional=True, normalize=True, similarity="cos", query_max_length=2048,
+        pooling="mean", bidirectional="own", normalize=True, similarity="cos", query_max_length=2048,
         doc_max_length=2048,
         query_template="task: search result | query: {text}", doc_template="title: {text}",
         doc_sep=" | text: ", doc_empty="none",

@@ -134,3 +134,18 @@ def test_left_pad_last_token_needs_last_token_pooling_and_keys_only_when_on():
     assert "left_pad_last_token" not in spec_of(get("qwen3-embedding-0.6b").with_profile("card"), "d").side_config("d")
     with pytest.raises(EntryError, match="with pooling 'mean'"):
         spec_of(get("contriever").with_options(left_pad_last_token=256), "q")
+
+
+def test_embeddinggemma_declares_its_own_bidirectional_masks_in_its_key():
+    """The mask choice (Gemma 3 keeps its sliding-window bidirectional masks) is the entry's declaration, so an
+    index built with the generic masks is never reused; any other value is refused."""
+    import dataclasses
+
+    from irgrid.core.retrievers import EntryError
+    from irgrid.dense.spec import ENCODERS
+
+    spec = ENCODERS.get("embeddinggemma")
+    assert spec.bidirectional == "own" and spec.side_config("d")["bidirectional"] == "own"
+    assert dataclasses.replace(spec, bidirectional=True).side_config("d") != spec.side_config("d")
+    with pytest.raises(EntryError, match="bidirectional is False, True or 'own'"):
+        dataclasses.replace(spec, bidirectional="sideways")

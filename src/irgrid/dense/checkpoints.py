@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from irgrid.core.retrievers import EntryError
 from irgrid.models.loading import check_loading_info, from_pretrained_strict
 from irgrid.models.resolver import ModelUnavailableError
 
@@ -84,20 +85,26 @@ def _estimate_params(config: Any) -> int:
     return n * (4 * h * h + 3 * h * ffn) + vocab * h
 
 
-def make_bidirectional(model: Any) -> None:
+def make_bidirectional(model: Any, own_masks: bool = False) -> None:
     """Remove a decoder's causal mask (LLM2Vec, NV-Embed, GritLM's embedding mode, KaLM).
 
-    An architecture with its own bidirectional mode (`config.use_bidirectional_attention`, Gemma 3 /
-    EmbeddingGemma) keeps its masks, as transformers and sentence-transformers run it: full-attention layers see
-    every token, sliding-window layers the tokens closer than the window (|i - j| < window). Setting
-    `config.is_causal=False` there would replace them with transformers' generic bidirectional masks (4.57: no
-    window; 5.x: |i - j| <= window), which the oracle (sentence-transformers 5.1.2) shows differ."""
+    `own_masks` (the entry's `bidirectional="own"`): the architecture has its own bidirectional mode
+    (`config.use_bidirectional_attention`, Gemma 3 / EmbeddingGemma) and keeps its masks, as transformers and
+    sentence-transformers run it: full-attention layers see every token, sliding-window layers the tokens closer
+    than the window (|i - j| < window). Setting `config.is_causal=False` there would replace them with transformers'
+    generic bidirectional masks (4.57: no window; 5.x: |i - j| <= window), which the oracle (sentence-transformers
+    5.1.2) shows differ. Declared by the entry, so the choice is in its cache key."""
+    if own_masks:
+        if not hasattr(model.config, "use_bidirectional_attention"):
+            raise EntryError(f"{type(model).__name__}: the entry declares bidirectional='own', but the checkpoint's "
+                             f"config has no use_bidirectional_attention; declare bidirectional=True instead")
+        model.config.use_bidirectional_attention = True
+        return
     for m in model.modules():
         if hasattr(m, "is_causal"):
             m.is_causal = False
     if hasattr(model.config, "use_bidirectional_attention"):
         model.config.use_bidirectional_attention = True
-        return
     model.config.is_causal = False  # transformers' mask builders then make a padding-only (bidirectional) mask
 
 

@@ -115,7 +115,7 @@ class SideModel:
         model, self.head = loaded.model, loaded.head
         self.dense = loaded.dense if loaded.dense is not None else (st_dense_layers(folder) if folder else [])
         if spec.bidirectional:
-            make_bidirectional(model)
+            make_bidirectional(model, own_masks=spec.bidirectional == "own")
         # task LoRA adapters chosen per row, as the checkpoint's own encode(task=...) does (Jina v3's remote
         # XLMRobertaLoRA: adapter_mask = the task's index in config.lora_adaptations). Tiny stand-ins carry no
         # adapters: they check wiring only (irgrid.models.tiny)

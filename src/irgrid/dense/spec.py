@@ -87,7 +87,9 @@ class EncoderSpec:
     # the prompt's tokens; False, len(tokenizer.tokenize(prompt)) positions from the start, BOS included, so the
     # prompt's last token is pooled (NV-Embed's remote `encode`: instruction_lens = len(tokenize(instruction)))
     prompt_mask_specials: bool = True
-    bidirectional: bool = False  # decoder run without its causal mask (LLM2Vec, NV-Embed, GritLM embedding mode)
+    # decoder run without its causal mask (LLM2Vec, NV-Embed, GritLM embedding mode); "own": the architecture's own
+    # bidirectional masks (Gemma 3's sliding windows kept: irgrid.dense.checkpoints.make_bidirectional)
+    bidirectional: bool | str = False
     append_eos: bool = False  # last-token pooling on an EOS appended after truncation (unless already there)
     # the quirk `left_pad_last_token` (irgrid.core.profiles.QUIRKS): the release's batch size; texts are encoded in
     # input order in batches of exactly that many, padded on the left, and pooled at position (attended tokens - 1)
@@ -122,6 +124,8 @@ class EncoderSpec:
             raise EntryError(f"{self.name}: doc_fields {list(self.doc_fields)} must name some of {DOC_FIELDS}")
         if self.query_length_rule is not None and len(self.query_length_rule) != 2:
             raise EntryError(f"{self.name}: query_length_rule is (factor, cap), got {self.query_length_rule!r}")
+        if self.bidirectional not in (False, True, "own"):
+            raise EntryError(f"{self.name}: bidirectional is False, True or 'own', got {self.bidirectional!r}")
         lp = self.left_pad_last_token
         if lp is not None and (isinstance(lp, bool) or not isinstance(lp, int) or lp < 1 or self.pooling != "last"):
             raise EntryError(f"{self.name}: left_pad_last_token is the release's batch size (a positive whole "
