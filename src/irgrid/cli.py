@@ -441,7 +441,7 @@ def cmd_report(args) -> int:
 
     written = write_report(args.out, to=args.to, n_resamples=args.bootstrap, seed=args.seed,
                            fraction=args.fraction, reference=args.reference, paper=args.paper,
-                           vector=args.vector_figures)
+                           vector=args.vector_figures, figures=args.figures)
     folder = written[0].parent if written else args.to
     print(f"wrote {len(written)} files to {folder} (report.md, report.html, report.tex, tables, figures, CSVs)")
     import json
@@ -699,6 +699,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "whose columns the grid's datasets fill)")
     p.add_argument("--vector-figures", action="store_true",
                    help="every figure also as SVG and PDF, for papers (PNG only by default: faster)")
+    p.add_argument("--figures", action=argparse.BooleanOptionalAction, default=True,
+                   help="--no-figures: tables and text only, for a quick look at a big grid (a paper-sized one "
+                        "draws ~70 figures)")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("check", help="compare a grid with the expected scores next to its experiment; "
                                      "exit 1 on FAIL")

@@ -62,8 +62,10 @@ def roundtrip(tmp_path_factory):
         _slug(r.model): {"family": r.family, "paper_name": r.model} for r in models.itertuples()}}
     (out / "manifest.json").write_text(json.dumps(manifest))
     # B = 100 resamples (default 1000): the standard errors only scale the z-scores of cells equal to the published
-    # values, so the classes and aggregates checked here do not depend on B (the default took ~35 s of CPU)
-    assert cli.main(["report", str(out), "--bootstrap", "100"]) == 0
+    # values, so the classes and aggregates checked here do not depend on B (the default took ~35 s of CPU).
+    # --no-figures: the tables are what is checked; the 70 figures took most of this fixture's time (they are drawn
+    # by tests/integration/test_report_user_grid.py and the benchmark below)
+    assert cli.main(["report", str(out), "--bootstrap", "100", "--no-figures"]) == 0
     return out, results
 
 

@@ -154,10 +154,16 @@ def _save(fig, path: Path, vector: bool) -> None:
         fig.savefig(copy, metadata={"Date": None} if copy.suffix == ".svg" else {"CreationDate": None})
 
 
+# above this many systems one strip per system instead of a panel each: a paper-sized grid (32 systems x 34
+# datasets) spent ~7 minutes of 2 cores in matplotlib's per-axes tick and layout machinery
+MAX_DELTA_PANELS = 9
+
+
 def delta_figure(grid: Grid, dataset: str, path: Path, vector: bool = False) -> Path | None:
-    """Per-query differences to the baseline on the dataset's first measure, sorted, one panel per system: whether
-    a mean change is a few large wins or a broad shift (the paper's tables show means only). None without a
-    baseline or another system."""
+    """Per-query differences to the baseline on the dataset's first measure, sorted per system: whether a mean
+    change is a few large wins or a broad shift (the paper's tables show means only). Up to MAX_DELTA_PANELS
+    systems a panel each; beyond, one row per system in a single heat strip. None without a baseline or another
+    system."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -170,25 +176,51 @@ def delta_figure(grid: Grid, dataset: str, path: Path, vector: bool = False) -> 
     others = [s for s in grid.systems(dataset) if s != base and s in wide.columns]
     if base is None or base not in wide.columns or not others:
         return None
-    cols = min(3, len(others))
-    rows_n = -(-len(others) // cols)
-    fig, axes = plt.subplots(rows_n, cols, figsize=(4.2 * cols, 3.0 * rows_n), sharey=True, squeeze=False)
-    for ax, system in zip(axes.flat, others):
-        delta = (wide[system] - wide[base]).dropna().sort_values()
-        values = delta.to_numpy()
-        x = np.arange(len(values))
-        # two filled step areas, not one bar patch per query: a paper-sized report draws thousands of panels
-        ax.fill_between(x, 0, values, where=values < 0, step="mid", color="tab:red", linewidth=0)
-        ax.fill_between(x, 0, values, where=values > 0, step="mid", color="tab:green", linewidth=0)
-        ax.axhline(0, color="black", linewidth=0.8)
-        ax.set_title(f"{system} − {base}\n{int((delta > 0).sum())} up, {int((delta < 0).sum())} down, "
-                     f"{int((delta == 0).sum())} tied", fontsize=8)
-        ax.set_xlabel("queries, sorted", fontsize=8)
-    for ax in list(axes.flat)[len(others):]:
-        ax.axis("off")
-    axes[0][0].set_ylabel(f"Δ {measure}", fontsize=8)
+    deltas = {s: (wide[s] - wide[base]).dropna().sort_values() for s in others}
+    counts = {s: f"{int((d > 0).sum())} up, {int((d < 0).sum())} down, {int((d == 0).sum())} tied"
+              for s, d in deltas.items()}
+    fig = _delta_panels(plt, deltas, counts, base, measure) if len(others) <= MAX_DELTA_PANELS else \
+        _delta_strips(plt, deltas, counts, base, measure)
     fig.suptitle(f"Per-query differences to the baseline: {dataset}", fontsize=9)
     fig.tight_layout()
     _save(fig, path, vector)
     plt.close(fig)
     return path
+
+
+def _delta_panels(plt, deltas: dict, counts: dict, base: str, measure: str):
+    cols = min(3, len(deltas))
+    rows_n = -(-len(deltas) // cols)
+    fig, axes = plt.subplots(rows_n, cols, figsize=(4.2 * cols, 3.0 * rows_n), sharey=True, squeeze=False)
+    for ax, (system, delta) in zip(axes.flat, deltas.items()):
+        values = delta.to_numpy()
+        x = np.arange(len(values))
+        # two filled step areas, not one bar patch per query
+        ax.fill_between(x, 0, values, where=values < 0, step="mid", color="tab:red", linewidth=0)
+        ax.fill_between(x, 0, values, where=values > 0, step="mid", color="tab:green", linewidth=0)
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set_title(f"{system} − {base}\n{counts[system]}", fontsize=8)
+        ax.set_xlabel("queries, sorted", fontsize=8)
+    for ax in list(axes.flat)[len(deltas):]:
+        ax.axis("off")
+    axes[0][0].set_ylabel(f"Δ {measure}", fontsize=8)
+    return fig
+
+
+def _delta_strips(plt, deltas: dict, counts: dict, base: str, measure: str):
+    """One row per system, its queries sorted by Δ left to right, colour = Δ (red worse, green better): one axes,
+    so the cost does not grow with the number of systems the way panels do."""
+    width = max(len(d) for d in deltas.values())
+    grid_values = np.full((len(deltas), width), np.nan)
+    for i, delta in enumerate(deltas.values()):  # centred, so rows of different lengths line up at their middles
+        offset = (width - len(delta)) // 2
+        grid_values[i, offset:offset + len(delta)] = delta.to_numpy()
+    bound = float(np.nanmax(np.abs(grid_values))) if np.isfinite(grid_values).any() else 1.0
+    fig, ax = plt.subplots(figsize=(9.0, 0.9 + 0.28 * len(deltas)))
+    image = ax.imshow(grid_values, aspect="auto", cmap="RdYlGn", vmin=-(bound or 1.0), vmax=bound or 1.0,
+                      interpolation="nearest")
+    ax.set_yticks(range(len(deltas)), [f"{s} ({counts[s]})" for s in deltas], fontsize=7)
+    ax.set_xticks([])
+    ax.set_xlabel(f"queries, sorted by Δ {measure} (each row: system − {base})", fontsize=8)
+    fig.colorbar(image, ax=ax, label=f"Δ {measure}", fraction=0.03, pad=0.01)
+    return fig

@@ -24,10 +24,11 @@ from irgrid.util.markdown import markdown_table
 
 def write_report(out: str | Path, to: str | Path | None = None, n_resamples: int = stats_mod.BOOTSTRAP_B,
                  seed: int = stats_mod.BOOTSTRAP_SEED, fraction: float = 0.1, reference: str | Path | None = None,
-                 paper: bool | None = None, vector: bool = False) -> list[Path]:
+                 paper: bool | None = None, vector: bool = False, figures: bool = True) -> list[Path]:
     """Analyse the grid stored in `out` and write every table and figure under `to` (default OUT/report).
     `paper`: the paper's tables and z-scores where the grid fills them (None), always (True) or never (False).
-    `vector`: every figure also as SVG and PDF."""
+    `vector`: every figure also as SVG and PDF. `figures=False`: tables and text only (a paper-sized grid draws
+    ~70 figures, a minute of 2 cores); figures of an earlier report are removed, not left beside the new text."""
     grid = load(out)
     to = Path(to) if to is not None else grid.out / "report"
     to.mkdir(parents=True, exist_ok=True)
@@ -52,7 +53,16 @@ def write_report(out: str | Path, to: str | Path | None = None, n_resamples: int
             path = to / f"{t.stem}.{ext}"
             write_text_atomic(path, render(t))
             written.append(path)
-    figures = []
+    figures = _write_figures(grid, a, to, fraction, vector) if figures else _remove_figures(to)
+    written += figures + [copy for f in figures for copy in vector_copies(f) if vector]  # PNG (+ SVG/PDF)
+    checks = _write_claims_and_card(grid, to, shown, n_resamples, seed, reference)
+    written += _write_documents(grid, a, tables, figures, to, legend=bool(shown), checks=checks) + checks
+    return written
+
+
+def _write_figures(grid: Grid, a: Analyses, to: Path, fraction: float, vector: bool) -> list[Path]:
+    """Figure 1 (latency), the hard-query overlap squares and the per-query differences to the baseline."""
+    figures: list[Path] = []
     if (grid.results["measure"] == "ms/query").any():
         figures.append(figure1(grid, to / "figure1.png", vector))
     for dataset in grid.datasets:
@@ -67,10 +77,15 @@ def write_report(out: str | Path, to: str | Path | None = None, n_resamples: int
         delta = delta_figure(grid, dataset, to / f"delta-{slug(dataset)}.png", vector)
         if delta is not None:
             figures.append(delta)
-    written += figures + [copy for f in figures for copy in vector_copies(f) if vector]  # PNG (+ SVG/PDF)
-    checks = _write_claims_and_card(grid, to, shown, n_resamples, seed, reference)
-    written += _write_documents(grid, a, tables, figures, to, legend=bool(shown), checks=checks) + checks
-    return written
+    return figures
+
+
+def _remove_figures(to: Path) -> list[Path]:
+    for pattern in ("figure1.*", "jaccard-*.*", "delta-*.*"):
+        for stale in to.glob(pattern):
+            if stale.suffix in (".png", ".svg", ".pdf"):
+                stale.unlink()
+    return []
 
 
 def _write_claims_and_card(grid: Grid, to: Path, paper_shown: Sequence[str], n_resamples: int, seed: int,
