@@ -14,6 +14,7 @@ from typing import Any
 
 from irgrid.core import paper_code
 from irgrid.core.modelref import ModelRef
+from irgrid.core.options import Option
 from irgrid.core.paper_code import code
 from irgrid.core.profiles import Setting
 from irgrid.core.retrievers import (
@@ -120,8 +121,9 @@ def bm25_query(index, ctx: QueryContext):
     return sparse.bm25_query(index, ctx)
 
 
-# generation's top_k is sampling's (0 disables it), not the impact pruning `top_k` of retrievers.OPTION_TYPES
-SAMPLING_TOP_K = {"top_k": (int, 0, None)}
+# generation's top_k is sampling's (0 disables it), not the impact pruning `top_k` of irgrid.core.options.KNOBS
+SAMPLING_TOP_K = {"top_k": Option("sampling: the most likely tokens sampled from (0: no top-k cut)", int, 0,
+                                  nullable="the checkpoint's generation_config decides")}
 D2Q_DOC_OPTIONS = ("num_samples", "input_max_length", "max_length", "do_sample", "top_k", "top_p", "batch_size",
                    "seed")
 D2Q_PY = code(paper_code.SPARSE_ENCODER_PY)

@@ -46,23 +46,24 @@ def entry_card(r) -> list[str]:
     """What one entry is, whatever its profiles say (issue 41: `irgrid list NAME` said only "No profile
     differences"): family, checkpoints with revisions, options with types and defaults, index recipe, the roles it
     can play in a pipeline, profiles, the paper's name, where its configuration comes from. Imports no torch."""
-    from irgrid.core.retrievers import OPTION_NULLABLE, OPTION_TYPES
+    import shutil
+    import textwrap
+
+    from irgrid.core.options import declared
     from irgrid.runner.scoring import rerank_only, scorer_factory
 
     def ref(m) -> str:
         return f"{m.id}" + (f" @ {m.revision}" if m.revision else " (no pinned revision)")
 
-    def typed(name: str, value) -> str:
-        kind, low, high = {**OPTION_TYPES, **dict(r.option_types or {})}.get(name, (type(value), None, None))
-        kind_name = {int: "int", float: "float", str: "str", bool: "bool"}.get(kind, getattr(kind, "__name__", "?"))
-        bounds = ""
-        if low is not None and high is not None:
-            bounds = f" in [{low:g}, {high:g}]"
-        elif low is not None:
-            bounds = f" >= {low:g}"
-        nullable = f", None = {OPTION_NULLABLE[name]}" if name in OPTION_NULLABLE else ""
-        shown = _shown(value) if isinstance(value, str) else value
-        return f"{name} = {shown} ({kind_name}{bounds}{nullable})"
+    knobs = declared(r.option_types)
+    width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 120))
+
+    def knob(name: str, value) -> list[str]:
+        option = knobs.get(name)
+        typed = option.type_text() if option else type(value).__name__
+        text = f"{name} = {_shown(value)} ({typed})" + (f": {option.description}" if option and option.description
+                                                        else ": (undocumented)")
+        return textwrap.wrap(text, width, initial_indent="    ", subsequent_indent="        ")
 
     lines = [f"{r.name}" + (f" (the paper's {r.paper_name})" if r.paper_name else " (not in the paper)")]
     lines.append(f"  family        {r.family}, architecture {r.architecture}" + (f"; installs with the extra "
@@ -70,8 +71,8 @@ def entry_card(r) -> list[str]:
     models = r.all_models()
     lines.append("  checkpoints   " + ("none (no model weights)" if not models else
                                        "; ".join(f"{role}: {ref(m)}" for role, m in models.items())))
-    options = [typed(k, v) for k, v in sorted(r.options.items()) if k != "query_config"]
-    lines.append("  options       " + ("; ".join(options) if options else "none"))
+    options = [line for k, v in sorted(r.options.items()) if k != "query_config" for line in knob(k, v)]
+    lines += ["  options" + ("" if options else "       none"), *options]
     if r.index is not None:
         params = ", ".join(f"{k}={v}" for k, v in sorted(r.index.params.items()) if k != "doc")
         stage = f"; document stage {r.index.stage.name} first" if r.index.stage is not None else ""

@@ -172,8 +172,10 @@ class Retriever:
     per_dataset: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # the per-dataset values `for_dataset` applied to this (cell's) entry: for the manifest (not part of the key)
     dataset_applied: Mapping[str, Any] = field(default_factory=dict)
-    # option name -> (type, min, max) beyond `OPTION_TYPES` (not part of the key: it validates, never changes runs)
-    option_types: Mapping[str, tuple[type, float | None, float | None]] = field(default_factory=dict)
+    # this entry's own knobs, or its own meaning of a shared one: option name -> irgrid.core.options.Option (or the
+    # older (type, min, max)); the shared vocabulary is irgrid.core.options.KNOBS. Not part of the key: it
+    # validates and documents, never changes runs
+    option_types: Mapping[str, Any] = field(default_factory=dict)
     # every checkpoint is its tiny stand-in (`with_tiny_models`); kept so that re-derived variants stay tiny
     # (not part of the key: the checkpoints' own configurations are)
     tiny_models: bool = False
@@ -243,6 +245,9 @@ class Retriever:
 
     def with_options(self, name: str | None = None, **options: Any) -> Retriever:
         """A variant with some options changed; unknown option names are an error, not a silent no-op."""
+        problem = options_problem(options, self.option_types)  # before a re-derivation reads them
+        if problem:
+            raise OptionValueError(self.name, problem)
         if self.derive is not None and set(options) & set(self.derive_options):
             rebuilt = self.derive({**self.options, **{k: options[k] for k in self.derive_options if k in options}})
             # a re-derived entry keeps this entry's profiles (unless it has its own) and the one applied
@@ -377,16 +382,8 @@ def _builder() -> Any:
     return build
 
 
-# Declared option types with ranges (issue 13): (type, minimum, maximum); None bounds are open. Entries may
-# override per option through `Retriever.option_types`; these defaults cover the options shared by many entries.
-OPTION_TYPES: dict[str, tuple[type, float | None, float | None]] = {
-    "k1": (float, 0.0, None), "b": (float, 0.0, 1.0), "num_results": (int, 1, None), "mu": (float, 0.0, None),
-    "c": (float, 0.0, None), "batch_size": (int, 1, None), "max_length": (int, 1, None), "top_k": (int, 1, None),
-}
 # an error's example value per option (BM25's and QLD's usual settings)
 OPTION_EXAMPLES: dict[str, Any] = {"k1": 0.9, "b": 0.4, "mu": 1000.0, "c": 1.0}
-# options whose None is a value, not a missing one (what None means)
-OPTION_NULLABLE: dict[str, str] = {"top_k": "no pruning"}
 
 
 class EntryError(Error, ValueError):
@@ -403,27 +400,58 @@ class OptionValueError(Error, ValueError):
 
 
 def check_options(entry: Retriever) -> str | None:
-    """Why an entry's option values are unusable (None: they are fine): typed and in range, checked before
-    any cell runs instead of failing inside a library at run time."""
-    declared = {**OPTION_TYPES, **dict(getattr(entry, "option_types", None) or {})}
-    for name, value in entry.options.items():
+    """Why an entry's option values are unusable (None: they are fine): typed, in range and among the choices its
+    knobs declare (irgrid.core.options), checked before any cell runs instead of failing inside a library."""
+    return options_problem(entry.options, getattr(entry, "option_types", None))
+
+
+def options_problem(options: Mapping[str, Any], option_types: Mapping[str, Any] | None) -> str | None:
+    """`check_options` on given values against an entry's declared knobs (names it does not declare pass)."""
+    from irgrid.core.options import declared as declared_options
+
+    declared = declared_options(option_types)
+    for name, value in options.items():
         odd = _non_finite(value)
         if odd is not None:  # NaN compares false with every bound, so the range check alone let it through
-            kind = declared.get(name, (float, None, None))
-            example = OPTION_EXAMPLES.get(name, 10 if kind[0] is int else 1.0)
+            kind = declared[name].kind if name in declared else float
+            example = OPTION_EXAMPLES.get(name, 10 if kind is int else 1.0)
             return (f"option {name}: {odd} is not a finite number (YAML's .nan / .inf, or float('nan') / "
-                    f"float('inf') in Python); give a {'whole number' if kind[0] is int else 'number'} such as "
+                    f"float('inf') in Python); give a {'whole number' if kind is int else 'number'} such as "
                     f"{example}")
-        if name not in declared or (value is None and name in OPTION_NULLABLE):
+        option = declared.get(name)
+        if option is None or option.kind is None or (value is None and option.nullable):
             continue
-        kind, low, high = declared[name]
-        ok_type = (isinstance(value, int) and not isinstance(value, bool)) if kind is int else (
-            isinstance(value, (int, float)) and not isinstance(value, bool))
-        if not ok_type:
-            return f"option {name}: expected {'a whole number' if kind is int else 'a number'}, got {value!r}"
-        if (low is not None and value < low) or (high is not None and value > high):
-            bounds = f"[{low if low is not None else '-inf'}, {high if high is not None else 'inf'}]"
-            return f"option {name}: {value!r} is outside {bounds}"
+        problem = _option_problem(option, value)
+        if problem:
+            return f"option {name}: {problem} ({option.description})" if option.description else \
+                f"option {name}: {problem}"
+    return None
+
+
+def _option_problem(option: Any, value: Any) -> str | None:
+    kind = option.kind
+    if kind is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        want = "a whole number"
+    elif kind is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        want = "a number"
+    elif kind in (tuple, list):
+        ok, want = isinstance(value, (tuple, list)), "a list"
+    elif kind is dict:
+        ok, want = isinstance(value, Mapping), "a mapping"
+    else:
+        ok, want = isinstance(value, kind), f"a {option.type_text().split(' ')[0]}"
+    if not ok:
+        return f"expected {want}, got {value!r}"
+    if option.choices and value not in option.choices:
+        from irgrid.util.registry import did_you_mean
+
+        hint = did_you_mean(str(value), [str(c) for c in option.choices]) if isinstance(value, str) else ""
+        return f"{value!r} is not one of {list(option.choices)}.{hint}".rstrip(".") + "."
+    low, high = option.low, option.high
+    if kind in (int, float) and ((low is not None and value < low) or (high is not None and value > high)):
+        return f"{value!r} is outside [{low if low is not None else '-inf'}, {high if high is not None else 'inf'}]"
     return None
 
 
