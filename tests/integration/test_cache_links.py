@@ -19,15 +19,15 @@ def test_a_cached_run_replaced_by_a_link_is_named_and_recomputed(tmp_path, caplo
     store, entry, ds = Store(tmp_path / "cache"), get("bm25-pisa"), get_dataset("vaswani")
     run = pd.DataFrame({"qid": ["1", "1", "2"], "docno": ["d1", "d2", "d1"], "score": [2.0, 1.0, 3.0],
                         "rank": [0, 1, 0]})
-    store.save_run(entry, ds, run, {})
-    path = store.run_path(entry, ds)
+    store.runs.save(entry, ds, run, {})
+    path = store.runs.path(entry, ds)
     elsewhere = tmp_path / "elsewhere.res.gz"
     path.rename(elsewhere)
     path.symlink_to(elsewhere)  # the same bytes, behind a link out of the cache
     with store.lock(path, "the run"), caplog.at_level(logging.WARNING, logger="irgrid"):
-        assert store.load_run(entry, ds, repair=True) is None
+        assert store.runs.load(entry, ds, repair=True) is None
     assert f"{path.name} is not a plain file" in caplog.text and "moved aside" in caplog.text
     assert not path.exists() and not path.is_symlink()
-    store.save_run(entry, ds, run, {})
-    res, _ = store.load_run(entry, ds)
+    store.runs.save(entry, ds, run, {})
+    res, _ = store.runs.load(entry, ds)
     assert res[["qid", "docno"]].values.tolist() == run[["qid", "docno"]].values.tolist()

@@ -8,10 +8,32 @@ from __future__ import annotations
 import pytest
 
 from irgrid.runner.experiment import from_dict
-from irgrid.store import Store
+from irgrid.store import Indexes, Runs, Store
 
 ENTRIES = ["colbertv2", "jina-embeddings-v3", "bm25-pisa"]
 DATASETS = ["beir/arguana", "beir/scifact/test"]
+
+
+class _RunSpy(Runs):
+    def __init__(self, store):
+        super().__init__(store)
+        self.asked: set[tuple[str, str, str]] = set()
+
+    def key(self, retriever, dataset):
+        key = super().key(retriever, dataset)
+        self.asked.add((dataset.name, retriever.name, key))
+        return key
+
+
+class _IndexSpy(Indexes):
+    def __init__(self, store):
+        super().__init__(store)
+        self.asked: set[tuple[str, str]] = set()
+
+    def dir(self, recipe, dataset):
+        folder = super().dir(recipe, dataset)
+        self.asked.add((dataset.name, folder.name))
+        return folder
 
 
 class KeySpy(Store):
@@ -19,18 +41,7 @@ class KeySpy(Store):
 
     def __init__(self, root):
         super().__init__(root)
-        self.runs: set[tuple[str, str, str]] = set()
-        self.indexes: set[tuple[str, str]] = set()
-
-    def run_key(self, retriever, dataset):
-        key = super().run_key(retriever, dataset)
-        self.runs.add((dataset.name, retriever.name, key))
-        return key
-
-    def index_dir(self, recipe, dataset):
-        folder = super().index_dir(recipe, dataset)
-        self.indexes.add((dataset.name, folder.name))
-        return folder
+        self.runs, self.indexes = _RunSpy(self), _IndexSpy(self)
 
 
 @pytest.fixture
@@ -40,8 +51,9 @@ def spec():
 
 
 def expected(spec, store):
-    runs = {(d.name, c.name, Store.run_key(store, c, d)) for d, c in spec.cells()}
-    indexes = {(d.name, Store.index_dir(store, c.index, d).name) for d, c in spec.cells() if c.index is not None}
+    plain = Store(store.root)
+    runs = {(d.name, c.name, plain.runs.key(c, d)) for d, c in spec.cells()}
+    indexes = {(d.name, plain.indexes.dir(c.index, d).name) for d, c in spec.cells() if c.index is not None}
     return runs, indexes
 
 
@@ -49,7 +61,7 @@ def test_per_dataset_values_change_the_bound_keys(spec, tmp_path):
     """The premise: on ArguAna the bound cells' keys differ from the unbound entries' (else this tests nothing)."""
     store = Store(tmp_path)
     arguana = next(d for d in spec.datasets if d.name == "beir/arguana")
-    changed = [r.name for r in spec.retrievers if store.run_key(r, arguana) != store.run_key(r.for_dataset(arguana), arguana)]
+    changed = [r.name for r in spec.retrievers if store.runs.key(r, arguana) != store.runs.key(r.for_dataset(arguana), arguana)]
     assert sorted(changed) == ["colbertv2", "jina-embeddings-v3"]
 
 
@@ -59,10 +71,11 @@ def _dry_run(spec, store):
     make_plan(spec, store)
 
 
-def _cache_check(spec, store):
-    from irgrid.grid import plan
+def _cache_check(spec, store):  # the grid's progress reads the same plan (one planner)
+    from irgrid.grid import _Progress
+    from irgrid.runner.planning import make_plan
 
-    plan(spec, store)
+    _Progress(make_plan(spec, store).rows)
 
 
 def _cluster_graph(spec, store):
@@ -77,5 +90,5 @@ def test_every_consumer_looks_up_the_keys_the_grid_runs_with(spec, tmp_path, con
     store = KeySpy(tmp_path / "cache")
     consumer(spec, store)
     runs, indexes = expected(spec, Store(tmp_path / "cache"))
-    assert store.runs == runs
-    assert store.indexes <= indexes and store.indexes  # every folder looked up is a bound cell's
+    assert store.runs.asked == runs
+    assert store.indexes.asked <= indexes and store.indexes.asked  # every folder looked up is a bound cell's

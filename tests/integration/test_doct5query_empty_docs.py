@@ -62,13 +62,13 @@ def test_empty_documents_are_warned_about_and_expanded_to_nothing(collection, ca
         run = build_pipeline(entry, ds, store, check_queries=False).transform(ds.topics())
     assert run["qid"].nunique() == 3
     assert f"{EMPTY} of 12 documents have no text" in caplog.text  # the indexing pass says it too
-    stage = store.stage_path(entry.index.stage, ds)
-    records = list(store.read_stage(stage))
+    stage = store.stages.path(entry.index.stage, ds)
+    records = list(store.stages.read(stage))
     texts = {r["docno"]: r["text"] for r in records}
     empty = [d for d, t in texts.items() if not t.strip()]
     assert len(empty) == EMPTY and len(texts) == 12  # expanded to nothing, nothing dropped
     assert all(len(t.split()) > 0 for d, t in texts.items() if d not in empty)
-    db = store.generations_db(entry.index.stage.models["generator"].id)
+    db = store.generations.db(entry.index.stage.models["generator"].id)
     assert _rows(db) == 12 - EMPTY  # every non-empty document's queries kept in the generations area
 
 
@@ -111,9 +111,9 @@ def test_a_killed_stage_resumes_from_the_kept_expansions(collection):
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
     entry = get("doct5query").with_options(**OPTIONS)
     store = Store(cache)
-    stage = store.stage_path(entry.index.stage, ds)
-    assert store.stage_problem(stage) is not None  # the stage itself was not published
-    db = store.generations_db(entry.index.stage.models["generator"].id)
+    stage = store.stages.path(entry.index.stage, ds)
+    assert store.file_problem(stage) is not None  # the stage itself was not published
+    db = store.generations.db(entry.index.stage.models["generator"].id)
     assert _rows(db) == 2 * OPTIONS["batch_size"]  # the two finished batches were kept
     with sqlite3.connect(db) as conn:
         kept = {k: json.loads(o) for k, o in conn.execute("SELECT k, output FROM gen")}
@@ -131,6 +131,6 @@ def test_a_killed_stage_resumes_from_the_kept_expansions(collection):
     finally:
         doc2query.DocT5Query.queries = real
     assert sum(made) == 12 - EMPTY - 2 * OPTIONS["batch_size"]  # only what the killed pass had not kept
-    texts = {r["docno"]: r["text"] for r in store.read_stage(stage)}
+    texts = {r["docno"]: r["text"] for r in store.stages.read(stage)}
     resumed = sum(1 for t in texts.values() if any(" ".join(q) in t for q in kept.values()))
     assert resumed == 2 * OPTIONS["batch_size"]  # the kept expansions are in the published stage

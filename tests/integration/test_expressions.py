@@ -14,6 +14,7 @@ import irgrid
 from irgrid import grid
 from irgrid.runner import cell as cell_mod
 from irgrid.runner.experiment import from_dict, load
+from irgrid.runner.planning import make_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,7 +36,7 @@ FUSION_GRID = {
 
 def _run_of(store, spec, name):
     r = {x.name: x for x in spec.retrievers}[name]
-    res, meta = store.load_run(r, spec.datasets[0])
+    res, meta = store.runs.load(r, spec.datasets[0])
     return res, meta
 
 
@@ -96,19 +97,19 @@ def test_a_killed_expression_loses_only_its_own_cell(fresh_store, monkeypatch):
     """The first stage is a cell of its own: stored before the expression fails, reused when it is rerun."""
     spec = from_dict({"datasets": [{"name": "vaswani", "queries": 5}], "latency_sample": 0,
                       "retrievers": [{"as": "cut", "pipeline": "bm25-pisa % 20"}], "measures": ["AP"]})
-    original = fresh_store.save_run
+    original = fresh_store.runs.save
 
     def dies(retriever, dataset, res, meta):
         if retriever.name == "cut":
             raise KeyboardInterrupt("killed while storing the expression's run")
         return original(retriever, dataset, res, meta)
 
-    monkeypatch.setattr(fresh_store, "save_run", dies)
+    monkeypatch.setattr(fresh_store.runs, "save", dies)
     with pytest.raises(KeyboardInterrupt):
         grid.run(spec, store=fresh_store)
     assert [b["retriever"] for b in fresh_store.builds() if b["kind"] == "run"] == ["bm25-pisa"]
-    assert not fresh_store.has_run(spec.retrievers[0], spec.datasets[0])
-    monkeypatch.setattr(fresh_store, "save_run", original)
+    assert not fresh_store.runs.has(spec.retrievers[0], spec.datasets[0])
+    monkeypatch.setattr(fresh_store.runs, "save", original)
     grid.run(spec, store=fresh_store)
     assert [b["retriever"] for b in fresh_store.builds() if b["kind"] == "run"] == ["bm25-pisa", "cut"]
 
@@ -163,9 +164,9 @@ def test_dense_reranker_scores_candidates_with_the_indexed_vectors(slice_grid):
     spec, results, store = slice_grid
     ds = spec.datasets[0]
     by = {r.name: r for r in spec.retrievers}
-    casc, meta = store.load_run(by["casc"], ds)
-    dense, _ = store.load_run(by["all-minilm-l6-v2"], ds)
-    bm25, _ = store.load_run(by["bm25-pisa"], ds)
+    casc, meta = store.runs.load(by["casc"], ds)
+    dense, _ = store.runs.load(by["all-minilm-l6-v2"], ds)
+    bm25, _ = store.runs.load(by["bm25-pisa"], ds)
     top = bm25[bm25["rank"] < 20]
     assert set(zip(casc.qid, casc.docno)) == set(zip(top.qid, top.docno))  # exactly the candidates, re-scored
     merged = casc.merge(dense, on=["qid", "docno"], suffixes=("", "_dense"))
@@ -184,7 +185,7 @@ def test_dense_reranker_without_an_index_encodes_the_candidates_texts(slice_grid
     spec, _, store = slice_grid
     ds = spec.datasets[0]
     by = {r.name: r for r in spec.retrievers}
-    casc, _ = store.load_run(by["casc"], ds)
+    casc, _ = store.runs.load(by["casc"], ds)
     entry = by["all-minilm-l6-v2"]
     texts = {d["docno"]: d["text"] for d in ds.docs()}
     inp = casc[["qid", "docno"]].merge(ds.topics()[["qid", "query"]], on="qid")
@@ -219,7 +220,7 @@ def test_scifact_cascade_rrf_and_linear_fusion(shared_store, tmp_path, monkeypat
     # each stage computed once in this cache although three expressions share bm25 and two share MiniLM
     built = [b["artifact"] for b in shared_store.builds() if b["kind"] == "run"]
     for r in spec.retrievers:
-        assert built.count(str(shared_store.run_path(r, spec.datasets[0]).relative_to(shared_store.root))) == 1, r.name
+        assert built.count(str(shared_store.runs.path(r, spec.datasets[0]).relative_to(shared_store.root))) == 1, r.name
     with gzip.open(tmp_path / "a" / "runs" / "beir--scifact--test" / "bm25-minilm.res.gz", "rt") as f:
         per_query = pd.Series([line.split()[0] for line in f]).value_counts()
     assert len(per_query) == 300 and per_query.max() == 100  # MiniLM re-ranked BM25's top 100
@@ -290,13 +291,13 @@ def test_a_profile_value_for_one_dataset_keys_its_cell_and_shows_in_the_manifest
     ds = spec.datasets[0]
     cell_entry = entry.for_dataset(ds)
     assert cell_entry.options["k1"] == 1.2 and cell_entry.key() == base.with_options(k1=1.2, num_results=1001).key()
-    assert fresh_store.has_run(cell_entry, ds) and grid.plan(spec, fresh_store)[0]["run_cached"]
+    assert fresh_store.runs.has(cell_entry, ds) and make_plan(spec, fresh_store).rows[0]["run_cached"]
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     run = manifest["retrievers"]["bm25-pisa"]["runs"][ds.name]
-    assert run["options"] == {"k1": 1.2} and run["run_key"] == fresh_store.run_key(cell_entry, ds)
+    assert run["options"] == {"k1": 1.2} and run["run_key"] == fresh_store.runs.key(cell_entry, ds)
 
     # the Python door runs the very cell: the per-dataset value applied, the stored run row for row
-    stored, _ = fresh_store.load_run(cell_entry, ds)
+    stored, _ = fresh_store.runs.load(cell_entry, ds)
     python = irgrid.pipeline(entry, ds, store=fresh_store)(ds.topics())
     python = canonical_order(python)  # runs are stored with ties in trec_eval's order (irgrid.core.ties)
     cols = ["qid", "docno", "rank"]

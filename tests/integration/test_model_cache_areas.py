@@ -44,7 +44,7 @@ def test_tiny_model_is_built_once_by_concurrent_builders(tmp_path):
     assert folder.parent == tmp_path / "tiny-models"
     meta = json.loads((folder / AREA_MARKER).read_text())
     assert {"config.json", "model.safetensors", "tiny.json", "vocab.txt"} <= set(meta["files"])
-    assert store.index_problem(folder, marker_name=AREA_MARKER) is None
+    assert store.folder_problem(folder, marker_name=AREA_MARKER) is None
     from transformers import AutoModel
 
     assert AutoModel.from_pretrained(str(folder)).config.hidden_size == 32
@@ -77,7 +77,7 @@ def test_generations_are_served_from_the_store_area(tiny_generator):
     assert again.stats.calls == 0 and again.stats.hits == 3 and again.stats.cached_seconds > 0
     builds = _kinds(store, "generations")
     assert len(builds) == 1 and builds[0]["outputs"] == 3 and builds[0]["key"] == first.key()
-    db = store.generations_db(first.resolved.ref.id)
+    db = store.generations.db(first.resolved.ref.id)
     assert db == store.root / "generations" / "Qwen--Qwen2.5-7B-Instruct.sqlite"  # the location it always had
     with sqlite3.connect(db) as con:
         assert con.execute("SELECT COUNT(*) FROM gen").fetchone()[0] == 3
@@ -121,7 +121,7 @@ def test_concurrent_generators_generate_a_pass_once(tiny_generator):
     assert results[0] == results[1] and len(results[0]) == 3
     assert sorted(g.stats.calls for g in gens) == [0, 3] and sorted(g.stats.hits for g in gens) == [0, 3]
     assert len(_kinds(store, "generations")) == 1
-    with sqlite3.connect(store.generations_db(gens[0].resolved.ref.id)) as con:
+    with sqlite3.connect(store.generations.db(gens[0].resolved.ref.id)) as con:
         assert con.execute("SELECT COUNT(*) FROM gen").fetchone()[0] == 3
 
 
@@ -156,7 +156,7 @@ def test_live_qa_cells_are_answered_once_under_concurrent_runs(tmp_path, monkeyp
     builds = _kinds(store, "qa-answers")
     assert len(builds) == 1 and builds[0]["rows"] == 2
     path = store.root / builds[0]["artifact"]
-    assert path.parent == store.root / "qa" and store.stage_manifest(path).exists()
+    assert path.parent == store.root / "qa" and store.file_manifest(path).exists()
 
     def refuse(*args, **kwargs):
         raise AssertionError("a cached cell was regenerated")
@@ -177,7 +177,7 @@ def test_judge_embeddings_are_served_from_the_store_area(tmp_path, monkeypatch):
     location = resolve("sentence-transformers/all-MiniLM-L6-v2").location
     texts = ["Shelters open at local schools.", "Evacuate before landfall."]
     first = EmbeddingCache(location, "minilm-test", device="cpu")
-    assert first.path == Store(tmp_path).embeddings_db("minilm-test") == tmp_path / "qa" / "embeddings" / "minilm-test.sqlite"
+    assert first.path == Store(tmp_path).qa.embeddings_db("minilm-test") == tmp_path / "qa" / "embeddings" / "minilm-test.sqlite"
     vectors = first.encode(texts)
     again = EmbeddingCache(location, "minilm-test", device="cpu")
     assert np.array_equal(again.encode(texts), vectors) and again._model is None

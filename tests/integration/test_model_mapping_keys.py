@@ -44,9 +44,9 @@ def test_two_models_mapped_under_one_id_share_no_index_and_no_run(two_models, sl
     run_a = build_pipeline(entry, ds, store, {MODEL: str(a)}, check_queries=False).transform(ds.topics())
     run_b = build_pipeline(entry, ds, store, {MODEL: str(b)}, check_queries=False).transform(ds.topics())
     mapped_a, mapped_b = resolver.with_mapping(entry, {MODEL: str(a)}), resolver.with_mapping(entry, {MODEL: str(b)})
-    assert store.index_dir(mapped_a.index, ds) != store.index_dir(mapped_b.index, ds)
-    assert store.index_dir(mapped_a.index, ds).exists() and store.index_dir(mapped_b.index, ds).exists()
-    assert store.run_key(mapped_a, ds) != store.run_key(mapped_b, ds)
+    assert store.indexes.dir(mapped_a.index, ds) != store.indexes.dir(mapped_b.index, ds)
+    assert store.indexes.dir(mapped_a.index, ds).exists() and store.indexes.dir(mapped_b.index, ds).exists()
+    assert store.runs.key(mapped_a, ds) != store.runs.key(mapped_b, ds)
     assert not run_a[["qid", "docno", "score"]].equals(run_b[["qid", "docno", "score"]])  # two models' rankings
     assert len([b for b in store.builds() if b["kind"] == "index"]) == 2
 

@@ -37,7 +37,7 @@ def test_extra_functions_returning_bad_frames(tmp_path, shared_store, monkeypatc
     spec = with_extra(exp, extra, {n: f"{n}-v1" for n in extra})
     cells = {r.name: r for r in spec.retrievers}
     sample = get("vaswani").with_sample(5, 0)
-    assert not any(shared_store.has_run(cells[n], sample) for n in ("empty", "nan", "none"))  # nothing stored
+    assert not any(shared_store.runs.has(cells[n], sample) for n in ("empty", "nan", "none"))  # nothing stored
     rows = result.results.set_index(["system", "measure"])
     # without rank: ranks from the scores, the very run of BM25 (p = 1 against it)
     assert rows.loc[("norank", "AP"), "value"] == rows.loc[("bm25-pisa", "AP"), "value"]

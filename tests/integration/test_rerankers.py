@@ -27,7 +27,7 @@ def reranked(tiny, shared_store):
     })
     results = grid.run(spec, store=shared_store, fail_fast=True).results
     ds = spec.datasets[0]
-    runs = {r.name: shared_store.load_run(r, ds) for r in spec.retrievers}
+    runs = {r.name: shared_store.runs.load(r, ds) for r in spec.retrievers}
     return spec, results, runs
 
 

@@ -61,7 +61,7 @@ def test_merged_shards_equal_the_single_process_index_bit_for_bit(slice_dataset)
     assert _flex_files(one) == _flex_files(merged)  # and so is every file of the index
     record = json.loads((merged / "flex" / "encoding.json").read_text())
     assert [s["docs"] for s in record["shards"]] == [16, 16, 13]
-    assert not sharded.shard_root(recipe, dataset).exists()  # merged shards are removed
+    assert not sharded.indexes.shard_root(recipe, dataset).exists()  # merged shards are removed
     assert sorted(b["kind"] for b in sharded.builds()) == ["index", "shard", "shard", "shard"]
 
 
@@ -76,4 +76,4 @@ def test_a_misaligned_shard_or_a_missing_one_is_a_clear_error(slice_dataset):
         sharding.merge_shards(recipe, dataset, store, [(0, 16), (16, 45)])
     with pytest.raises(sharding.ShardError, match="do not tile"):
         sharding.merge_shards(recipe, dataset, store, [(0, 16), (20, 45)])
-    assert not store.index_ready(recipe, dataset)
+    assert not store.indexes.ready(recipe, dataset)

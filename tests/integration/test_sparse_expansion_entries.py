@@ -66,7 +66,7 @@ def test_expansions_keep_the_original_query_and_share_indexes(tiny_grid):
     dataset = spec.datasets[0]
     q2d = irgrid.retriever("query2doc")
     assert q2d.index == irgrid.retriever("bm25").index  # query2doc searches the very bm25 index
-    assert store.index_dir(q2d.index, dataset) == store.index_dir(irgrid.retriever("bm25").index, dataset)
+    assert store.indexes.dir(q2d.index, dataset) == store.indexes.dir(irgrid.retriever("bm25").index, dataset)
     assert irgrid.retriever("hyde").index == irgrid.retriever("contriever").index
     pipeline = cell_mod.build_pipeline(q2d, dataset, store=Store(store.root))
     out = pipeline.search("vitamin D deficiency and bone density")
@@ -79,7 +79,7 @@ def test_document_stages_are_cached_once(tiny_grid):
     stages = sorted(p.name.split("-")[0] for p in (store.root / "stages").rglob("*.jsonl.gz"))
     assert stages == ["deepct", "doct5query", "sparta", "splade", "unicoil"]
     first = next((store.root / "stages").rglob("splade-v3-weights-*.jsonl.gz"))
-    records = list(store.read_stage(first))
+    records = list(store.stages.read(first))
     assert len(records) == 60 and set(records[0]) == {"docno", "toks"}
     assert all(len(r["toks"]) <= 256 and all(isinstance(w, int) and w > 0 for w in r["toks"].values())
                for r in records)  # ×100, rounded, pruned to the top 256 terms (the test's options)

@@ -159,7 +159,7 @@ def test_a_first_stage_after_another_reranks_and_a_scorer_needs_candidates(doors
     with pytest.raises(ExpressionError, match=r"is a first stage.*scorer"):
         (bm25 % 20 >> irgrid.pipeline(FORMS["casc-dense"], ds))(topics)
     folder = irgrid.retriever("all-minilm-l6-v2").indexer(ds).index()
-    assert folder == doors["store"].index_dir(irgrid.retriever("all-minilm-l6-v2").index, ds)
+    assert folder == doors["store"].indexes.dir(irgrid.retriever("all-minilm-l6-v2").index, ds)
 
 
 def test_stored_runs_with_duplicates_or_deeper_than_their_system_are_refused(doors, tmp_path):
@@ -170,7 +170,7 @@ def test_stored_runs_with_duplicates_or_deeper_than_their_system_are_refused(doo
     spec = from_dict(exp)
     ds = spec.datasets[0]
     entry = {r.name: r for r in spec.retrievers}["casc-dense"]
-    path, meta_path = store.run_path(entry, ds), store.meta_path(entry, ds)
+    path, meta_path = store.runs.path(entry, ds), store.runs.meta_path(entry, ds)
     original, original_meta = path.read_bytes(), meta_path.read_text()
 
     def tamper(lines):  # rewrite the stored run, and its metadata so that the cache's own verification passes

@@ -45,7 +45,7 @@ retrievers.register(Retriever(
 ))
 
 PHASES = (("write_outputs", "outputs"), ("writing", "outputs"), ("_copy_atomic", "outputs"),
-          ("_write_stage", "stage"), ("write_stage", "stage"), ("build_index", "index"), ("save_run", "run"),
+          ("_write_stage", "stage"), ("Stages.write", "stage"), ("Indexes.build", "index"), ("Runs.save", "run"),
           ("_compute_cell", "run"))
 
 
@@ -53,7 +53,7 @@ def _phase() -> str:
     names = []
     frame = sys._getframe(2)
     while frame is not None:
-        names.append(frame.f_code.co_name)
+        names += [frame.f_code.co_name, frame.f_code.co_qualname]  # methods of the store's areas by qualname
         frame = frame.f_back
     for name, phase in PHASES:
         if name in names:

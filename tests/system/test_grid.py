@@ -99,8 +99,9 @@ def test_changed_option_recomputes_that_retriever_only(vaswani_first, monkeypatc
     root, store, first = vaswani_first
     rec = Recorder(monkeypatch)
     built_indexes: list[str] = []
-    original = store.build_index
-    monkeypatch.setattr(store, "build_index", lambda recipe, *a: built_indexes.append(recipe.name) or original(recipe, *a))
+    original = store.indexes.build
+    monkeypatch.setattr(store.indexes, "build",
+                        lambda recipe, *a: built_indexes.append(recipe.name) or original(recipe, *a))
     spec = dict(SPARSE, retrievers=[{"name": "bm25-pisa", "options": {"k1": 1.2}}, "bm25"])
     changed = grid.run(from_dict(spec), store=store).results
     assert rec.built == ["bm25-pisa"] and built_indexes == []  # same index, new run
@@ -202,19 +203,24 @@ def test_an_index_job_that_fails_fails_every_cell_that_needs_it_once(vaswani_fir
 
 
 def test_plan_lists_every_cell_with_status_and_estimates(vaswani_first, tmp_path):
+    """One planner (issue 39): the dry run's plan is what the grid's progress lines count down."""
+    from irgrid.runner.planning import make_plan
     from irgrid.store import Store
 
     spec = from_dict(dict(SPARSE, retrievers=["bm25-pisa", "bm25", "contriever"]))  # no contriever weights here
-    plan = {r["retriever"]: r for r in grid.plan(spec, vaswani_first[1])}
+    plan = {r["retriever"]: r for r in make_plan(spec, vaswani_first[1]).rows}
     assert (plan["bm25-pisa"]["status"], plan["bm25"]["status"]) == ("cached", "cached")
-    assert plan["contriever"]["status"] == "unresolvable" and not plan["contriever"]["index_cached"]
-    assert "facebook/contriever-msmarco" in plan["contriever"]["reason"]
-    fresh = grid.plan(from_dict(dict(SPARSE, retrievers=[{"name": "bm25-pisa", "options": {"k1": 1.5}}])),
-                      vaswani_first[1])
-    assert fresh[0]["status"] == "to run" and fresh[0]["index_cached"]
+    assert plan["bm25"]["run_cached"] and plan["bm25"]["est_seconds"] == 0.0
+    assert plan["contriever"]["status"] == "blocked here" and not plan["contriever"]["index_cached"]
+    assert "facebook/contriever-msmarco" in plan["contriever"]["missing_models"]
+    fresh = make_plan(from_dict(dict(SPARSE, retrievers=[{"name": "bm25-pisa", "options": {"k1": 1.5}}])),
+                      vaswani_first[1]).rows
+    assert fresh[0]["status"] == "to run" and fresh[0]["index_cached"] and not fresh[0]["run_cached"]
     assert fresh[0]["est_seconds"] is not None and fresh[0]["est_seconds"] < 60  # from the measured ms/query
-    empty = grid.plan(from_dict(SPARSE), Store(tmp_path))
-    assert [r["status"] for r in empty] == ["to run", "to run"] and empty[0]["est_seconds"] is None
+    assert "cache" in fresh[0]["source"]
+    empty = make_plan(from_dict(SPARSE), Store(tmp_path)).rows
+    assert [r["status"] for r in empty] == ["to run", "to run"]
+    assert all("cache" not in r["source"] for r in empty)  # nothing measured here: fits and rates only
 
 
 def test_dry_run_checks_models_without_making_them(tmp_path):

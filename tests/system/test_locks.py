@@ -79,7 +79,7 @@ def test_concurrent_builders_build_once_and_share(tmp_path):
     spec = from_dict(exp, source=source)
     store = Store(tmp_path / "cache")
     recipe = IndexRecipe("slow-test", build=_slow_build, open=_open)
-    final = store.index_dir(recipe, spec.datasets[0])
+    final = store.indexes.dir(recipe, spec.datasets[0])
     # a builder killed earlier left a half-written folder: never read as an index, removed by the next builder
     stale = final.parent / f".{final.name}.tmp-killed"
     stale.mkdir(parents=True)
@@ -94,6 +94,6 @@ def test_concurrent_builders_build_once_and_share(tmp_path):
     assert [p.exitcode for p in procs] == [0, 0, 0]
     assert len((store.root / _BUILDS).read_text().split()) == 1  # one builder; the other two waited and reused it
     assert [b["kind"] for b in store.builds()] == ["index"]
-    assert store.index_ready(recipe, spec.datasets[0]) and not stale.exists()
+    assert store.indexes.ready(recipe, spec.datasets[0]) and not stale.exists()
     assert len((final / "data.txt").read_text().split()) == 20
     assert not list(store.root.rglob("*.tmp-*"))

@@ -167,7 +167,7 @@ def test_bom_in_topics_is_stripped(slice_root, tmp_path):
     first = topics.read_text(encoding="utf-8-sig").split("\t", 1)[0]
     assert spec.datasets[0].topics()["qid"].iloc[0] == first
     results = grid.run(spec, store=Store(tmp_path / "cache")).results
-    perq = grid.measures_mod.experiment([grid.Store(tmp_path / "cache").load_run(
+    perq = grid.measures_mod.experiment([grid.Store(tmp_path / "cache").runs.load(
         spec.retrievers[0], spec.datasets[0])[0]], spec.datasets[0].topics(), spec.datasets[0].qrels(),
         spec.measures, names=["x"], perquery=True, verbose=False)
     assert first in set(perq["qid"]) and _value(results, "bm25-pisa") > 0

@@ -45,12 +45,12 @@ def _keys(tmp_path: Path) -> dict:
             entry = get(name).with_profile(profile)
             entries[f"{name}@{profile}"] = {
                 "key": entry.key(),
-                "index": store.index_dir(entry.index, scifact).name if entry.index else None,
+                "index": store.indexes.dir(entry.index, scifact).name if entry.index else None,
             }
     sets = {}
     for name in DATASETS:
         ds = datasets.get(name)
-        sets[name] = {"config": ds.config(), "run_key_bm25": store.run_key(get("bm25"), ds)}
+        sets[name] = {"config": ds.config(), "run_key_bm25": store.runs.key(get("bm25"), ds)}
     fingerprints = {irds_id: datasets._fingerprint(MANIFEST, irds_id)
                     for irds_id in ("beir/scifact", "beir/scifact/test", "vaswani", "cranfield")}
     spec = load(ROOT / "experiments" / "quickstart.yaml")
@@ -58,8 +58,8 @@ def _keys(tmp_path: Path) -> dict:
     for ds in spec.datasets:
         for retriever in spec.retrievers:
             cells[f"{ds.name} | {retriever.name}"] = {
-                "run": store.run_path(retriever, ds).name,
-                "index": store.index_dir(retriever.index, ds).name if retriever.index else None,
+                "run": store.runs.path(retriever, ds).name,
+                "index": store.indexes.dir(retriever.index, ds).name if retriever.index else None,
             }
     # cells whose `paper` profile sets a value for their dataset (colbert.py@4bedb75 query_maxlen on ArguAna and
     # Climate-FEVER; dense_encoder.py@4bedb75 Jina v3 without a task on ArguAna) and the same entries elsewhere
@@ -71,7 +71,7 @@ def _keys(tmp_path: Path) -> dict:
                 ds = datasets.get(ds_name)
                 cell = entry.for_dataset(ds)
                 per_dataset[f"{name}@{profile} | {ds_name}"] = {
-                    "run": store.run_path(cell, ds).name, "index": store.index_dir(cell.index, ds).name}
+                    "run": store.runs.path(cell, ds).name, "index": store.indexes.dir(cell.index, ds).name}
     return {"entries": entries, "datasets": sets, "staged_fingerprints": fingerprints, "quickstart_cells": cells,
             "per_dataset_cells": per_dataset}
 

@@ -43,14 +43,26 @@ def test_markdown_table_layouts():
 class _Timed(pt.Transformer):
     def __init__(self, seconds: float, inner: pt.Transformer | None = None):
         self.seconds = seconds
-        if inner is not None:
-            self.transformer = inner  # a wrapper, as runner.roles.FirstStage is
+        self._inner = inner  # a wrapper, as runner.roles.FirstStage is: it says so through pt.inspect's protocol
 
     def transform(self, inp):
         return inp
 
     def latency_seconds(self) -> float:
         return self.seconds
+
+    def subtransformers(self):
+        return {"inner": self._inner} if self._inner is not None else {}
+
+
+class _Plain(pt.Transformer):
+    """A third-party wrapper without the protocol: PyTerrier finds `inner` from its constructor's signature."""
+
+    def __init__(self, inner: pt.Transformer):
+        self.inner = inner
+
+    def transform(self, inp):
+        return inp
 
 
 def test_stages_walks_every_operator_once():
@@ -62,3 +74,4 @@ def test_stages_walks_every_operator_once():
     assert len({id(s) for s in found}) == len(found)  # `a` is used twice and listed once
     assert latency_accounting(pipeline)() == 31.0
     assert latency_accounting(a, b, a)() == 3.0  # several roots (an expression's parts), shared stages once
+    assert latency_accounting(_Plain(_Timed(32)) >> b)() == 34.0  # pt.inspect's signature inference

@@ -106,7 +106,7 @@ def test_a_given_store_is_the_one_every_cache_uses(tmp_path, monkeypatch):
         frame = replay._cached("k1", lambda: pd.DataFrame({"qid": ["1"], "model": ["m"], "setting": ["base"],
                                                           "value": [0.5]}), "test part", stats)
         assert len(frame) == 1 and stats["computed"] == 1
-        assert given.qa_answers_path("k1", area="replay").exists()
+        assert given.qa.path("k1", area="replay").exists()
         assert Generator(resolved=None, prompt=None)._store is given
     assert not elsewhere.exists()  # nothing went to the environment's cache
 

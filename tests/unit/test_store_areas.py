@@ -35,7 +35,7 @@ def _slow_compute(calls: Path):
 
 
 def _answer_cell(root: str, calls: str, out: str) -> None:
-    cell, computed = Store(root).qa_answers(KEY, _slow_compute(Path(calls)))
+    cell, computed = Store(root).qa.answers(KEY, _slow_compute(Path(calls)))
     Path(out).write_text(json.dumps({"computed": computed, "rows": cell.to_dict(orient="records")}))
 
 
@@ -60,9 +60,9 @@ def test_concurrent_qa_writers_answer_a_cell_once(tmp_path):
     assert sorted(o["computed"] for o in outs) == [False, True]
     assert outs[0]["rows"] == outs[1]["rows"] == _answers().to_dict(orient="records")
     store = Store(tmp_path / "cache")
-    path = store.qa_answers_path(KEY)
+    path = store.qa.path(KEY)
     assert path == tmp_path / "cache" / "qa" / f"{KEY}.json"  # the location answers always had
-    manifest = json.loads(store.stage_manifest(path).read_text())
+    manifest = json.loads(store.file_manifest(path).read_text())
     assert manifest["rows"] == 3 and manifest["size"] == path.stat().st_size
     assert _kinds(tmp_path / "cache") == ["qa-answers"]
     assert not list(path.parent.glob(".*tmp-*"))
@@ -80,21 +80,21 @@ def test_failed_qa_write_leaves_nothing_readable(tmp_path, monkeypatch):
 
     monkeypatch.setattr(store_mod, "file_digest", broken)
     with pytest.raises(OSError, match="simulated"):
-        store.qa_answers(KEY, _answers)
-    path = store.qa_answers_path(KEY)
-    assert not path.exists() and not store.stage_manifest(path).exists()
+        store.qa.answers(KEY, _answers)
+    path = store.qa.path(KEY)
+    assert not path.exists() and not store.file_manifest(path).exists()
     assert not list(path.parent.glob(".*tmp-*"))
-    assert store.load_qa_answers(KEY) is None
+    assert store.qa.load(KEY) is None
     monkeypatch.undo()
-    cell, computed = store.qa_answers(KEY, _answers)
-    assert computed and len(cell) == 3 and store.load_qa_answers(KEY) is not None
+    cell, computed = store.qa.answers(KEY, _answers)
+    assert computed and len(cell) == 3 and store.qa.load(KEY) is not None
 
 
 def _killed_while_publishing(root: str) -> None:
     import irgrid.store as store_mod
 
     store_mod.file_digest = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)  # after the write, before the rename
-    Store(root).qa_answers(KEY, _answers)
+    Store(root).qa.answers(KEY, _answers)
 
 
 def test_killed_qa_writer_leaves_only_a_temporary_file(tmp_path):
@@ -105,21 +105,21 @@ def test_killed_qa_writer_leaves_only_a_temporary_file(tmp_path):
     p.join(60)
     assert p.exitcode == -signal.SIGKILL
     store = Store(tmp_path)
-    path = store.qa_answers_path(KEY)
+    path = store.qa.path(KEY)
     assert not path.exists() and len(list(path.parent.glob(f".{path.name}.tmp-*"))) == 1
-    assert store.load_qa_answers(KEY) is None
-    cell, computed = store.qa_answers(KEY, _answers)
+    assert store.qa.load(KEY) is None
+    cell, computed = store.qa.answers(KEY, _answers)
     assert computed and not list(path.parent.glob(f".{path.name}.tmp-*"))
 
 
 def test_damaged_qa_answers_are_moved_aside_and_recomputed(tmp_path, caplog):
     store = Store(tmp_path)
-    store.qa_answers(KEY, _answers)
-    path = store.qa_answers_path(KEY)
+    store.qa.answers(KEY, _answers)
+    path = store.qa.path(KEY)
     path.write_text(path.read_text()[:-20])  # truncated: its manifest no longer matches
-    assert store.load_qa_answers(KEY) is None
-    cell, computed = store.qa_answers(KEY, lambda: _answers(2))
-    assert computed and len(store.load_qa_answers(KEY)) == 2
+    assert store.qa.load(KEY) is None
+    cell, computed = store.qa.answers(KEY, lambda: _answers(2))
+    assert computed and len(store.qa.load(KEY)) == 2
     assert len(list(path.parent.glob(f".{path.name}.corrupt-*"))) == 1
     assert "failed verification" in caplog.text
 
@@ -127,10 +127,10 @@ def test_damaged_qa_answers_are_moved_aside_and_recomputed(tmp_path, caplog):
 def test_qa_answers_written_before_manifests_are_read(tmp_path):
     """Answers an older irgrid published (by rename, without a manifest) stay valid: not recomputed."""
     store = Store(tmp_path)
-    path = store.qa_answers_path(KEY)
+    path = store.qa.path(KEY)
     path.parent.mkdir(parents=True)
     path.write_text(_answers().to_json(orient="records"))
-    cell, computed = store.qa_answers(KEY, lambda: pytest.fail("recomputed an old cell"))
+    cell, computed = store.qa.answers(KEY, lambda: pytest.fail("recomputed an old cell"))
     assert not computed and list(cell["qid"]) == ["0", "1", "2"]
 
 
@@ -147,7 +147,7 @@ def _build_folder(calls: Path):
 
 def _publish(root: str, calls: str) -> None:
     store = Store(root)
-    store.publish_folder(store.tiny_model_dir("org/model", "bert", "abc"), _build_folder(Path(calls)), "tiny-model",
+    store.publish_folder(store.models.tiny_dir("org/model", "bert", "abc"), _build_folder(Path(calls)), "tiny-model",
                          model="org/model")
 
 
@@ -161,17 +161,17 @@ def test_concurrent_builders_publish_a_folder_once(tmp_path):
         p.join(60)
         assert p.exitcode == 0
     assert len(calls.read_text().split()) == 1
-    folder = Store(tmp_path).tiny_model_dir("org/model", "bert", "abc")
+    folder = Store(tmp_path).models.tiny_dir("org/model", "bert", "abc")
     meta = json.loads((folder / AREA_MARKER).read_text())
     assert meta["kind"] == "tiny-model" and sorted(meta["files"]) == ["config.json", "model.safetensors"]
     assert meta["files"]["model.safetensors"]["size"] == 1000
     assert _kinds(tmp_path) == ["tiny-model"]
-    assert Store(tmp_path).index_problem(folder, marker_name=AREA_MARKER) is None
+    assert Store(tmp_path).folder_problem(folder, marker_name=AREA_MARKER) is None
 
 
 def test_failed_folder_build_publishes_nothing_and_damage_is_rebuilt(tmp_path, caplog):
     store = Store(tmp_path)
-    folder = store.gguf_dir("org/model", "pkg")
+    folder = store.models.gguf_dir("org/model", "pkg")
 
     def failing(tmp: Path) -> None:
         (tmp / "config.json").write_text("{}")
@@ -193,7 +193,7 @@ def test_folders_of_older_versions_are_adopted_not_rebuilt(tmp_path):
     """A tiny model an older irgrid published (atomically, complete once tiny.json is there) gets its manifest
     written; a folder without that file is no complete build and is rebuilt."""
     store = Store(tmp_path)
-    old = store.tiny_model_dir("org/old", "bert", "abc")
+    old = store.models.tiny_dir("org/old", "bert", "abc")
     old.mkdir(parents=True)
     (old / "config.json").write_text("{}")
     (old / "tiny.json").write_text("{}")
@@ -209,9 +209,9 @@ def test_replay_parts_are_a_sub_area_with_full_precision(tmp_path):
     value = 0.123456789012345
     part = pd.DataFrame({"qid": ["007"], "model": ["1"], "setting": ["golden"], "ROUGE-L": [value]})
     dtype = {"qid": str, "model": str, "setting": str}
-    store.qa_answers(KEY, lambda: part, area="replay", precision=15, dtype=dtype)
-    assert store.qa_answers_path(KEY, "replay") == tmp_path / "qa" / "replay" / f"{KEY}.json"
-    cell, computed = store.qa_answers(KEY, lambda: pytest.fail("recomputed"), area="replay", dtype=dtype)
+    store.qa.answers(KEY, lambda: part, area="replay", precision=15, dtype=dtype)
+    assert store.qa.path(KEY, "replay") == tmp_path / "qa" / "replay" / f"{KEY}.json"
+    cell, computed = store.qa.answers(KEY, lambda: pytest.fail("recomputed"), area="replay", dtype=dtype)
     assert not computed and cell["ROUGE-L"].iloc[0] == pytest.approx(value, rel=1e-15, abs=0)
     assert cell["qid"].iloc[0] == "007"
     assert cell["model"].iloc[0] == "1"

@@ -155,10 +155,10 @@ def build_graph(spec: ExperimentSpec, store: Store, config: ExecutorConfig, out:
         record = {"dataset": dataset.name, "retriever": retriever.name, "job": cid, "run": "", "meta": ""}
         cells.append(record)
         try:  # keys read the staged copy: a full cache disk fails here, and then in its cell job, recorded
-            record["run"], record["meta"] = (str(store.run_path(retriever, dataset)),
-                                             str(store.meta_path(retriever, dataset)))
-            cached = store.has_run(retriever, dataset, full=True)
-            index_missing = retriever.index is not None and not store.index_ready(retriever.index, dataset)
+            record["run"], record["meta"] = (str(store.runs.path(retriever, dataset)),
+                                             str(store.runs.meta_path(retriever, dataset)))
+            cached = store.runs.has(retriever, dataset, full=True)
+            index_missing = retriever.index is not None and not store.indexes.ready(retriever.index, dataset)
         except (OSError, DatasetError):
             cached, index_missing = False, False
         if cached:
@@ -179,7 +179,7 @@ def _index_jobs(jobs: dict[str, Job], recipe: IndexRecipe, dataset: Dataset, sto
                 common: dict[str, Any], sharding: Any) -> str:
     """The job that publishes this recipe's index of the dataset's corpus (one per recipe and corpus, shared by
     every cell using it): one index job, or shard jobs and their merge. Returns its id."""
-    index_dir = store.index_dir(recipe, dataset)
+    index_dir = store.indexes.dir(recipe, dataset)
     iid = _safe(f"index--{index_dir.parent.name}--{index_dir.name}")
     if iid in jobs:
         return iid

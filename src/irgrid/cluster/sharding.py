@@ -68,7 +68,7 @@ def shard_ranges(n_docs: int, shards: int, chunk: int) -> list[tuple[int, int]]:
 
 
 def shard_ready(store: Store, recipe: IndexRecipe, dataset: Dataset, start: int, stop: int) -> bool:
-    return (store.shard_dir(recipe, dataset, start, stop) / SHARD_MARKER).exists()
+    return (store.indexes.shard_dir(recipe, dataset, start, stop) / SHARD_MARKER).exists()
 
 
 def _engine(recipe: IndexRecipe, model_map: Mapping[str, str] | None, device: str | None) -> Any:
@@ -85,11 +85,11 @@ def encode_shard(recipe: IndexRecipe, dataset: Dataset, store: Store, start: int
                  model_map: Mapping[str, str] | None = None, device: str | None = None) -> Path:
     """Encode documents [start, stop) of the corpus into the shard folder (unless it, or the merged index,
     exists). Under the shard's lock: two jobs never encode the same shard."""
-    final = store.shard_dir(recipe, dataset, start, stop)
-    if store.index_ready(recipe, dataset) or (final / SHARD_MARKER).exists():
+    final = store.indexes.shard_dir(recipe, dataset, start, stop)
+    if store.indexes.ready(recipe, dataset) or (final / SHARD_MARKER).exists():
         return final
     with store.lock(final, f"shard {start}-{stop} of {recipe.name} on {dataset.corpus}"):
-        if store.index_ready(recipe, dataset) or (final / SHARD_MARKER).exists():
+        if store.indexes.ready(recipe, dataset) or (final / SHARD_MARKER).exists():
             return final
         store.remove_leftovers(final)
         engine = _engine(recipe, model_map, device)
@@ -144,16 +144,16 @@ def merge_shards(recipe: IndexRecipe, dataset: Dataset, store: Store, ranges: li
     """Write the recipe's index (the FlexIndex `build_dense` writes) from its shards, in corpus order."""
     from pyterrier_dr import FlexIndex
 
-    path = store.index_dir(recipe, dataset)
-    if store.index_ready(recipe, dataset):
+    path = store.indexes.dir(recipe, dataset)
+    if store.indexes.ready(recipe, dataset):
         return path
     ranges = sorted(ranges)
     if not ranges or ranges[0][0] != 0 or any(a[1] != b[0] for a, b in zip(ranges, ranges[1:])):
         raise ShardError(f"{recipe.name} on {dataset.corpus}: shard ranges {ranges} do not tile the corpus from 0")
     with store.lock(path, f"index {recipe.name} of {dataset.corpus}"):
-        if store.index_ready(recipe, dataset):
+        if store.indexes.ready(recipe, dataset):
             return path
-        folders = [store.shard_dir(recipe, dataset, a, b) for a, b in ranges]
+        folders = [store.indexes.shard_dir(recipe, dataset, a, b) for a, b in ranges]
         missing = [f.name for f in folders if not (f / SHARD_MARKER).exists()]
         if missing:
             raise ShardError(f"cannot merge {recipe.name} on {dataset.corpus}: shard(s) {missing} not finished")
@@ -174,8 +174,8 @@ def merge_shards(recipe: IndexRecipe, dataset: Dataset, store: Store, ranges: li
                                  for m in metas]}
             (flex / "encoding.json").write_text(json.dumps(record, indent=2))
 
-        store.build_index(recipe, dataset, build, docs=n_docs)
+        store.indexes.build(recipe, dataset, build, docs=n_docs)
         if not keep_shards:
-            shutil.rmtree(store.shard_root(recipe, dataset), ignore_errors=True)
+            shutil.rmtree(store.indexes.shard_root(recipe, dataset), ignore_errors=True)
     return path
 

@@ -83,7 +83,7 @@ class DocT5Query(pt.Transformer):
 
     @functools.cached_property
     def _db(self) -> sqlite3.Connection:
-        return self.store.open_generations(self.resolved.ref.id)
+        return self.store.generations.open(self.resolved.ref.id)
 
     def _kept(self, keys: list[str]) -> dict[str, list[str]]:
         if self.store is None or self.resolved is None:

@@ -4,7 +4,7 @@ Every generation is keyed by (model id, revision, resolved weights, prompt templ
 so a second run of the same grid makes no model calls, while a changed prompt or model regenerates. The time
 the model took is stored with each output and counted in query latency even when served from the cache
 (the paper's code leaves generation time out of latency; we do not). The outputs live in the store's
-generations area (`Store.generations_db`: one SQLite file per model, each batch one transaction).
+generations area (`Store.generations.db`: one SQLite file per model, each batch one transaction).
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class Generator:
 
     @functools.cached_property
     def _db(self) -> sqlite3.Connection:
-        return self._store.open_generations(self.resolved.ref.id)
+        return self._store.generations.open(self.resolved.ref.id)
 
     _lock = threading.Lock()  # one connection per generator, shared by the threads of a process
 
@@ -122,7 +122,7 @@ class Generator:
         generated: set[str] = set()
         if missing:
             pass_id = hashlib.sha256("\n".join(sorted(self._item_key(t) for t in missing)).encode()).hexdigest()[:16]
-            artifact = self._store.generation_pass(self.resolved.ref.id, pass_id)
+            artifact = self._store.generations.pass_artifact(self.resolved.ref.id, pass_id)
             with self._store.lock(artifact, f"generations of {self.resolved.ref} ({len(missing)} prompts)"):
                 found.update(self._lookup([self._item_key(t) for t in missing]))  # another job's pass, if any
                 missing = [t for t in missing if self._item_key(t) not in found]

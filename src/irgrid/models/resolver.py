@@ -59,7 +59,7 @@ def _gguf_folder(model_id: str, check_only: bool = False) -> tuple[str, Path] | 
     from irgrid import store as store_mod
 
     store = store_mod.current()
-    folder = store.gguf_dir(model_id, dist)
+    folder = store.models.gguf_dir(model_id, dist)
     if not check_only:  # dequantised once under its lock, with a manifest (older folders: adopted)
         store.publish_folder(folder, lambda tmp: _dequantise(gguf, tmp), "gguf", legacy="config.json",
                              model=model_id, package=dist)

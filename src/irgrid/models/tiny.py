@@ -129,7 +129,7 @@ def tiny_folder(model_id: str, arch: str, parts: tuple[tuple[str, Any], ...] = (
         raise EntryError(f"no tiny architecture {arch!r} (for {model_id}); known: {', '.join(sorted(ARCHITECTURES))}")
     key = config_hash({"id": model_id, "arch": arch, "parts": [list(p) for p in parts], "v": 1})
     store = store_mod.current()
-    folder = store.tiny_model_dir(model_id, arch, key)
+    folder = store.models.tiny_dir(model_id, arch, key)
     if not build:
         return folder
     # built once under its lock, with a manifest (folders of older versions, complete once tiny.json is there,

@@ -300,7 +300,7 @@ def run_cells(spec: QASpec, items: dict[str, pd.DataFrame], dataset, store) -> t
                 else:  # the store's QA area: one job answers a cell, under its lock; the others read its answers
                     what = f"qa cell {reader.name} / {setting.name} / {task}"
                     answer = functools.partial(live.answer, spec, reader, setting, df, dataset, store, what)
-                    cell, computed = store.qa_answers(key, answer, what=what)
+                    cell, computed = store.qa.answers(key, answer, what=what)
                     if not computed:
                         log.info("%s: cached", what)
                 cell["qid"] = cell["qid"].astype(str)

@@ -111,7 +111,7 @@ class EmbeddingCache:
         self.batch_size = batch_size
         self._model = None
         store = store_mod.current()
-        self.path = store.embeddings_db(model_key)
+        self.path = store.qa.embeddings_db(model_key)
         self.db = store.open_sqlite(self.path, "CREATE TABLE IF NOT EXISTS emb (h TEXT PRIMARY KEY, v BLOB)")
 
     @property

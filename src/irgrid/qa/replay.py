@@ -357,7 +357,7 @@ def _cached(key: str, compute, what: str, stats: dict[str, Any]) -> pd.DataFrame
 
     start = time.perf_counter()
     # 15 significant digits (pandas' maximum; its default of 10 would move cached means by ~1e-12)
-    part, computed = store_mod.current().qa_answers(key, compute, f"replay {what}", area="replay", precision=15,
+    part, computed = store_mod.current().qa.answers(key, compute, f"replay {what}", area="replay", precision=15,
                                                     dtype={"qid": str, "model": str, "setting": str})
     if not computed:
         log.info("replay %s: cached", what)

@@ -38,15 +38,15 @@ def build_entry(entry: Retriever, dataset: Dataset, store: Store, model_map: Map
     else:
         recipe = entry.index
         ensure_index(recipe, dataset, store, model_map)
-        folder = store.index_dir(recipe, dataset)
+        folder = store.indexes.dir(recipe, dataset)
         # Some backends write into the published index when first queried with new parameters (PISA's
         # per-parameter `bm25.k1-...` files): opening and building the query side happen under the index's
         # lock, leftovers of a killed writer are deleted first and new files recorded in its manifest.
         with store.lock(folder, f"index {recipe.name} of {dataset.corpus} (query-time files)"):
-            store.clean_lazy(folder)
+            store.indexes.clean_lazy(folder)
             artifact = recipe.open(folder, recipe.params, resolve_models(recipe.models, model_map))
             pipeline = entry.query(artifact, ctx)
-            store.record_lazy(folder)
+            store.indexes.record_lazy(folder)
     from irgrid.runner.roles import FirstStage
     from irgrid.runner.scoring import build_scorer
 

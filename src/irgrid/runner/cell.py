@@ -55,12 +55,12 @@ def ensure_index(recipe: IndexRecipe, dataset: Dataset, store: Store, model_map:
     """The recipe's index of this dataset's corpus, built unless a verified one exists. Under the index's lock:
     concurrent jobs (a cluster sharing the cache) never build it twice; a job that waited reuses what the holder
     built. A folder that fails verification (missing marker, a truncated or altered file) is moved aside."""
-    path = store.index_dir(recipe, dataset)
-    if store.index_problem(path) is None:
+    path = store.indexes.dir(recipe, dataset)
+    if store.folder_problem(path) is None:
         return path
     corpus = dataset.corpus_dataset()
     with store.lock(path, f"index {recipe.name} of {corpus.corpus}"):
-        problem = store.index_problem(path)
+        problem = store.folder_problem(path)
         if problem is None:  # built by another job while we waited
             return path
         if problem != "missing":
@@ -96,7 +96,7 @@ def ensure_index(recipe: IndexRecipe, dataset: Dataset, store: Store, model_map:
 
         what = f"index {recipe.name} of {corpus.corpus}"
         with quiet_native(f"indexing {corpus.corpus} with {recipe.name}"):
-            store.build_index(recipe, dataset, (lambda tmp: _isolated(build, tmp, what, store.root))
+            store.indexes.build(recipe, dataset, (lambda tmp: _isolated(build, tmp, what, store.root))
                               if recipe.isolate else build, docs=docs_count)
     return path
 
@@ -230,15 +230,15 @@ class _TrackedDocs:
 
 def _stage_docs(stage, dataset: Dataset, store: Store, docs, docs_count: int, model_map):
     """Run a document stage once per corpus (cached as JSON lines with a manifest) and return a reader."""
-    path = store.stage_path(stage, dataset)
-    if store.stage_problem(path) is not None:
+    path = store.stages.path(stage, dataset)
+    if store.file_problem(path) is not None:
         with store.lock(path, f"document stage {stage.name} of {dataset.corpus}"):
-            problem = store.stage_problem(path)  # another job may have written it while we waited
+            problem = store.file_problem(path)  # another job may have written it while we waited
             if problem is not None:
                 if problem != "missing":
                     store.quarantine(path, problem)
                 _write_stage(stage, dataset, store, docs, docs_count, model_map, path)
-    return lambda: store.read_stage(path)
+    return lambda: store.stages.read(path)
 
 
 def _write_stage(stage, dataset: Dataset, store: Store, docs, docs_count: int, model_map, path: Path) -> None:
@@ -259,7 +259,7 @@ def _write_stage(stage, dataset: Dataset, store: Store, docs, docs_count: int, m
 
     with quiet_native(f"document stage {stage.name} on {dataset.corpus}"), reporting(tracked):
         try:
-            store.write_stage(stage, dataset, records())
+            store.stages.write(stage, dataset, records())
         finally:
             tracked.finish()
 
@@ -321,7 +321,7 @@ def _cpu_model() -> str:
 def _index_encoding(retriever: GridCell, dataset: Dataset, store: Store) -> dict[str, Any] | None:
     if retriever.index is None:
         return None
-    folder = store.index_dir(retriever.index, dataset)
+    folder = store.indexes.dir(retriever.index, dataset)
     for path in [folder / "encoding.json", *sorted(folder.glob("*/encoding.json"))]:  # written by the builder
         if path.exists():
             return json.loads(path.read_text())
@@ -335,16 +335,16 @@ def run_cell(retriever: GridCell, dataset: Dataset, topics: pd.DataFrame, store:
     opening the index and loading models is timed separately. The entry runs with its profile's values for
     this dataset (`GridCell.for_dataset`)."""
     retriever = retriever.for_dataset(dataset)
-    loaded = store.load_run(retriever, dataset)
+    loaded = store.runs.load(retriever, dataset)
     if loaded is not None:
         return _checked(Cell(retriever, dataset, loaded[0], loaded[1], cached=True), topics)
     # one job computes a cell at a time (two grids submitted on one shared cache never compute it twice)
-    with store.lock(store.run_path(retriever, dataset), f"run {retriever.name} on {dataset.name}"):
-        loaded = store.load_run(retriever, dataset, repair=True)  # a damaged run is named, moved aside, redone
+    with store.lock(store.runs.path(retriever, dataset), f"run {retriever.name} on {dataset.name}"):
+        loaded = store.runs.load(retriever, dataset, repair=True)  # a damaged run is named, moved aside, redone
         if loaded is not None:
             return _checked(Cell(retriever, dataset, loaded[0], loaded[1], cached=True), topics)
-        store.remove_leftovers(store.run_path(retriever, dataset))
-        store.remove_leftovers(store.meta_path(retriever, dataset))
+        store.remove_leftovers(store.runs.path(retriever, dataset))
+        store.remove_leftovers(store.runs.meta_path(retriever, dataset))
         return _compute_cell(retriever, dataset, topics, store, model_map, latency_sample)
 
 
@@ -383,7 +383,7 @@ def _timed_cell(retriever: GridCell, dataset: Dataset, topics: pd.DataFrame, sto
     meta = {
         "retriever": retriever.name,
         "dataset": dataset.name,
-        "key": store.run_key(retriever, dataset),
+        "key": store.runs.key(retriever, dataset),
         "queries": int(len(topics)),
         "seconds": round(seconds, 4),
         "ms_per_query": round(1000 * seconds / max(len(topics), 1), 3),
@@ -401,8 +401,8 @@ def _timed_cell(retriever: GridCell, dataset: Dataset, topics: pd.DataFrame, sto
         "pipeline": repr(pipeline),
         "empty_queries": empty,  # topic qids without any result (present in the topics, absent from the run)
     }
-    store.save_run(retriever, dataset, res, meta)
-    loaded = store.load_run(retriever, dataset)  # evaluate exactly what was stored: reruns are identical
+    store.runs.save(retriever, dataset, res, meta)
+    loaded = store.runs.load(retriever, dataset)  # evaluate exactly what was stored: reruns are identical
     assert loaded is not None
     return _checked(Cell(retriever, dataset, loaded[0], loaded[1], cached=False), topics)
 
@@ -424,10 +424,10 @@ def load_cell(retriever: GridCell, dataset: Dataset, store: Store, topics: pd.Da
     """A stored cell (the grid evaluates these, whichever job computed them): its run, checked against the
     dataset's `topics` (read when not given), or an error saying it is missing."""
     retriever = retriever.for_dataset(dataset)
-    loaded = store.load_run(retriever, dataset)
+    loaded = store.runs.load(retriever, dataset)
     if loaded is None:
         raise CacheError(f"{retriever.name} on {dataset.name}: no verified stored run at "
-                         f"{store.run_path(retriever, dataset)} although its job reported success (deleted or "
+                         f"{store.runs.path(retriever, dataset)} although its job reported success (deleted or "
                          f"changed since?); rerun the grid to compute it again")
     topics = dataset.topics() if topics is None else topics
     return _checked(Cell(retriever, dataset, loaded[0], loaded[1], cached=True), topics)

@@ -129,7 +129,7 @@ def pilot_mdes(spec: Any, store: Any) -> list[str]:
         cached = []
         for r in spec.retrievers:
             try:
-                if store.has_run(r.for_dataset(dataset), dataset):
+                if store.runs.has(r.for_dataset(dataset), dataset):
                     cached.append(r)
             except Exception:  # the data itself is not readable here: no pilot for this dataset
                 cached = []

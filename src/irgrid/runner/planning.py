@@ -4,7 +4,7 @@ will cost in time and disk, with the source of every estimate.
 - Missing checkpoints are listed once each with the exact staging command; missing corpora once each with where
   to stage them (the setting, IRGRID_IRDS_STAGED or IRGRID_SHARED, and the path; never the cache's copy).
 - An index is built once per (recipe, corpus): datasets sharing a corpus (MS MARCO dev and TREC-DL, LoTTE search
-  and forum) share its build, as `Store.index_dir` keys it.
+  and forum) share its build, as `Store.indexes.dir` keys it.
 - Costs come from this cache's measurements where it has them (indexing docs/s and ms/query of earlier runs),
   else from the bench-scale fits (`benchmarks/results/scale_fit.csv`: cost = a * docs^k per backend, fitted on
   10k-1M documents), and model work (encoding documents and queries, generating) from a per-parameter rate: a
@@ -27,7 +27,7 @@ from typing import Any
 from irgrid.core.gridcell import GridCell
 from irgrid.core.modelref import ModelRef
 from irgrid.core.retrievers import IndexRecipe
-from irgrid.data.datasets import Dataset
+from irgrid.data.datasets import Dataset, DatasetError
 from irgrid.models import resolver as models_mod
 from irgrid.store import Store
 from irgrid.util import settings
@@ -284,9 +284,17 @@ def _queries_count(dataset: Dataset) -> int:
     return int(dataset.irds().queries_count())
 
 
+PLAN_PROGRESS_CELLS = 500  # from this many cells, checking the cache says so with a progress bar
+
+
 def make_plan(spec: Any, store: Store) -> Plan:
-    """Every cell's status and cost; missing models and corpora once each; index builds once per corpus."""
+    """Every cell's status and cost; missing models and corpora once each; index builds once per corpus. The one
+    planner: `--dry-run` prints it, and a grid's progress lines count down its estimates (`est_seconds`, None when
+    the estimate lacks something)."""
+    import logging
+
     from irgrid.runner.cell import resolve_models
+    from irgrid.util.console import Progress
 
     est = Estimator(store)
     missing_models: dict[str, dict[str, Any]] = {}
@@ -312,26 +320,41 @@ def make_plan(spec: Any, store: Store) -> Plan:
     indexes: dict[str, dict[str, Any]] = {}
     families: dict[str, Cost] = {}
     rows, cached_indexes = [], set()
+    total = sum(len(spec.cells_on(d)) for d in spec.datasets)
+    bar = None
+    if total >= PLAN_PROGRESS_CELLS:  # a big grid: say what is happening before the first cell (issue 32)
+        logging.getLogger("irgrid").info("checking the cache for %d cells (%d dataset(s))", total,
+                                         len(spec.datasets))
+        bar = Progress(total, "checking the cache", unit="cell")
     for dataset in spec.datasets:
         corpus = dataset.corpus_dataset()
         docs = _count(corpus.counts.docs or dataset.counts.docs, corpus.docs_count)
         queries = _count(dataset.sample[0] if dataset.sample else dataset.counts.queries,
                          lambda d=dataset: _queries_count(d))
         for r in spec.cells_on(dataset):  # bound to the dataset: the keys and folders the grid uses
+            if bar is not None:
+                bar.on_read()
             row: dict[str, Any] = {"dataset": dataset.name, "retriever": r.name, "family": r.family,
                                    "status": "cached", "index": "-", "missing_models": " ".join(model_ok[r.name]),
                                    "missing_data": "", "cpu_s": 0.0, "gpu_s": 0.0, "disk_bytes": 0.0, "source": "",
-                                   "lacks": ""}
+                                   "lacks": "", "run_cached": True, "index_cached": True, "est_seconds": 0.0}
             rows.append(row)
             row["corpus"] = corpus.corpus
-            if store.has_run(r, dataset):
+            try:  # keys read the staged copy (verified, copied again when damaged): a full cache disk fails here
+                if store.runs.has(r, dataset):
+                    continue
+                row["run_cached"] = False
+                row["index_cached"] = r.index is None or store.indexes.ready(r.index, dataset)
+            except (OSError, DatasetError) as e:
+                row.update(status="blocked here", missing_data=corpus.corpus, run_cached=False, index_cached=False,
+                           est_seconds=None, lacks=f"data: {str(e).splitlines()[0]}")
                 continue
             cost = est.queries(r, queries, docs)
             if r.index is not None:
-                folder = str(store.index_dir(r.index, dataset))
+                folder = str(store.indexes.dir(r.index, dataset))
                 if folder in indexes:
                     row["index"] = f"shared ({indexes[folder]['first']})"
-                elif store.index_ready(r.index, dataset):
+                elif row["index_cached"]:
                     row["index"] = "cached"
                     cached_indexes.add(folder)
                 else:
@@ -355,8 +378,11 @@ def make_plan(spec: Any, store: Store) -> Plan:
             row["status"] = "blocked here" if row["missing_models"] or row["missing_data"] else "to run"
             row.update(cpu_s=cost.cpu_s, gpu_s=cost.gpu_s, disk_bytes=cost.disk,
                        source="+".join(sorted(cost.sources)) + ("+unknown" if cost.unknown else ""),
-                       lacks="; ".join(sorted(cost.why)))
+                       lacks="; ".join(sorted(cost.why)),
+                       est_seconds=None if cost.unknown else cost.cpu_s + cost.gpu_s)
             families.setdefault(r.family, Cost()).add(cost)
+    if bar is not None:
+        bar.close()
     return Plan(rows, missing_models, corpora, indexes, families, len(cached_indexes))
 
 

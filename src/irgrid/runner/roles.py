@@ -57,7 +57,7 @@ class Scorer(pt.Transformer):
     """Re-scores the candidates of a result frame (qid, query, docno); refuses a frame of queries only."""
 
     def __init__(self, entry: Retriever, inner: Any):
-        self.entry, self.transformer = entry, inner  # `transformer`: latency walkers look inside
+        self.entry, self.transformer = entry, inner
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         if "docno" not in inp.columns and len(inp):
@@ -65,6 +65,10 @@ class Scorer(pt.Transformer):
                             f"column); give it a first stage's results, e.g. irgrid.retriever('bm25').retriever(ds) "
                             f"% 100 >> irgrid.retriever({self.entry.name!r}).scorer(ds)")
         return self.transformer.transform(inp)
+
+    def subtransformers(self) -> dict[str, Any]:
+        """pt.inspect's protocol: the entry's scoring pipeline is inside (latency walkers look there)."""
+        return {"transformer": self.transformer}
 
     def __repr__(self) -> str:
         return repr(self.transformer)
@@ -77,7 +81,7 @@ class FirstStage(pt.Transformer):
         """`make_scorer`: the entry in re-ranking position on the same dataset and cache, built on first need
         (irgrid.runner.build hands in irgrid.runner.scoring.build_scorer)."""
         self.entry, self._make_scorer = entry, make_scorer
-        self.transformer = inner  # `transformer`: the latency walker (runner.transforms.stages) looks inside
+        self.transformer = inner  # the latency walker (runner.transforms.stages) looks inside: subtransformers()
         self._scorer: Any = None
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
@@ -97,6 +101,11 @@ class FirstStage(pt.Transformer):
     def latency_seconds(self) -> float:
         """What the re-ranking path's memoised encodings cost (the first stage's own is the inner pipeline's)."""
         return 0.0 if self._scorer is None else float(latency_accounting(self._scorer)())
+
+    def subtransformers(self) -> dict[str, Any]:
+        """pt.inspect's protocol: the first-stage pipeline (the re-ranking path reports itself through
+        `latency_seconds`, so it is not listed: it would be counted twice)."""
+        return {"transformer": self.transformer}
 
     def __repr__(self) -> str:
         return repr(self.transformer)

@@ -72,7 +72,7 @@ def entry_scorer(entry: Retriever, dataset: Dataset, store: Store, model_map: Ma
     if factory is None:
         raise ExpressionError(_scorer_hint(entry))
     index = open_index(entry, dataset, store, dict(model_map)) \
-        if entry.index is not None and store.index_ready(entry.index, dataset) else None
+        if entry.index is not None and store.indexes.ready(entry.index, dataset) else None
     scorer = factory(entry, resolve_models(entry.all_models(), dict(model_map)), settings.device(), index)
     return with_doc_text(scorer, dataset)
 

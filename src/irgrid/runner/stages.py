@@ -159,6 +159,12 @@ def _classes() -> dict[str, type]:
 
             return latency_accounting(*self._parts)()
 
+        def subtransformers(self) -> dict[str, Any]:
+            """pt.inspect's protocol: none listed. The expression is one stage for walkers: its
+            `latency_seconds` already sums its stored stages and memoised scorers (listing them would count
+            them twice)."""
+            return {}
+
         def __repr__(self) -> str:
             return f"Expression({self.source!r}: {self._inner!r})"
 

@@ -146,10 +146,12 @@ class PerQueryMinMax(pt.Transformer):
 
 
 def stages(*pipelines: Any) -> list[Any]:
-    """Every stage of the pipelines, each once (by identity), in walk order: the one walker into PyTerrier's
-    operators. PyTerrier has no public way to list a composed pipeline's parts, so this reads its private
-    `_transformers` (Compose, +, |, ...), pyterrier-alpha RRFusion's `transformers`, and `transformer`, `left`,
-    `right` (wrappers; older binary operators)."""
+    """Every stage of the pipelines, each once (by identity), in walk order, through PyTerrier's own introspection
+    (`pt.inspect.subtransformers`: operators, caches, pyterrier-alpha's fusion, and any transformer that declares
+    the `HasSubtransformers` protocol, as irgrid's wrappers do). A transformer PyTerrier cannot inspect is one
+    stage: what it holds is then timed with it, not credited separately."""
+    import pyterrier as pt
+
     found, stack, seen = [], list(reversed(pipelines)), set()
     while stack:
         t = stack.pop()
@@ -157,12 +159,12 @@ def stages(*pipelines: Any) -> list[Any]:
             continue
         seen.add(id(t))
         found.append(t)
-        stack.extend(getattr(t, "_transformers", None) or [])
-        stack.extend(getattr(t, "transformers", None) or [])
-        for attr in ("transformer", "left", "right"):
-            inner = getattr(t, attr, None)
-            if inner is not None and inner is not t and hasattr(inner, "transform"):
-                stack.append(inner)
+        try:
+            inner = pt.inspect.subtransformers(t) if isinstance(t, pt.Transformer) else {}
+        except pt.inspect.InspectError:
+            inner = {}
+        for value in reversed(list(inner.values())):
+            stack.extend(reversed(value) if isinstance(value, list) else [value])
     return found
 
 
