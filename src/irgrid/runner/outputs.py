@@ -272,6 +272,8 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
                 "reference": cell.retriever.reference, "runs": {},
                 # what it is built from (irgrid.runner.expressions): fusion suggestions skip what is fused already
                 "components": expressions.components(cell.retriever), "fuses": expressions.fused(cell.retriever),
+                # the configuration keys of what it fuses, nested fusions opened: near-duplicate fusions share them
+                "fusion_members": expressions.fusion_members(cell.retriever),
             })
             entry["runs"][dataset_name] = {"run_key": cell.meta.get("key"), "cached": cell.cached,
                                            "ms_per_query": cell.meta.get("ms_per_query"),
