@@ -31,6 +31,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+from irgrid.core.artifacts import write_cache_meta
 from irgrid.core.gridcell import GridCell
 from irgrid.core.retrievers import IndexRecipe
 from irgrid.data.datasets import Dataset, staged_fingerprint
@@ -195,14 +196,18 @@ class Store:
             return {}
 
     # -- indexes ---------------------------------------------------------------------------------------
-    def index_dir(self, recipe: IndexRecipe, dataset: Dataset) -> Path:
+    def index_key(self, recipe: IndexRecipe, dataset: Dataset) -> str:
+        """The key of the recipe's index of this dataset's corpus: recipe, corpus, its fields and (staged) content."""
         corpus = dataset.corpus_dataset()
         config = {"recipe": recipe.config(), "corpus": corpus.corpus, "fields": list(corpus.fields)}
         data = staged_fingerprint(corpus.irds_id)
         if data:  # staged copies are keyed by their content (added only then: other keys stay as they were)
             config["data"] = data
-        key = config_hash(config)
-        return self.root / "indexes" / slug(corpus.corpus) / f"{recipe.name}-{key}"
+        return config_hash(config)
+
+    def index_dir(self, recipe: IndexRecipe, dataset: Dataset) -> Path:
+        corpus = dataset.corpus_dataset()
+        return self.root / "indexes" / slug(corpus.corpus) / f"{recipe.name}-{self.index_key(recipe, dataset)}"
 
     def index_ready(self, recipe: IndexRecipe, dataset: Dataset) -> bool:
         """Published and its files have the sizes its manifest lists (cheap: no hashing)."""
@@ -214,9 +219,12 @@ class Store:
         start = time.perf_counter()
         with atomic_dir(final) as tmp:
             build(tmp)
-            files = folder_manifest(tmp)
-            if not files:
+            if not folder_manifest(tmp):
                 raise CacheError(f"index {recipe.name} of {dataset.corpus}: the builder wrote no files")
+            # `pt.Artifact.load(folder)` goes straight to irgrid's entry point (no other package's metadata
+            # adapter is imported to guess what the folder is); listed in the manifest like the backend's files
+            write_cache_meta(tmp)
+            files = folder_manifest(tmp)
             meta = {"recipe": recipe.config(), "corpus": dataset.corpus_dataset().corpus,
                     "seconds": round(time.perf_counter() - start, 3), "docs": docs, "files": files}
             (tmp / MARKER).write_text(json.dumps(meta, indent=2))

@@ -196,6 +196,15 @@ def _fusion_members(tree: Ref | Op, parts: Mapping[str, GridCell]) -> set[str] |
     return out
 
 
+def positions(tree: Ref | Op, mode: str = "first") -> list[tuple[str, str]]:
+    """Each name of the tree with its position: 'first' (it retrieves: its stored run is read) or 'rerank' (it
+    scores the candidates of the left side of >>), in the order they appear."""
+    if isinstance(tree, Ref):
+        return [(tree.name, mode)]
+    modes = ("first" if mode == "first" else "rerank", "rerank") if tree.op == ">>" else (mode,) * len(tree.parts)
+    return [p for t, m in zip(tree.parts, modes) for p in positions(t, m)]
+
+
 def _tree_config(tree: Ref | Op, parts: Mapping[str, GridCell], mode: str) -> Any:
     """What determines the expression's output: operators, numbers and the parts' full configurations (their
     keys): a first stage is keyed by its run's configuration, a re-ranker by its scorer's."""
