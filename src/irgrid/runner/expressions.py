@@ -287,7 +287,7 @@ def _check_positions(tree: Ref | Op, parts: Mapping[str, GridCell], mode: str, w
             kind = "a pipeline" if isinstance(entry, Expression) else f"a {entry.family} entry"
             raise ExpressionError(f"{where}: pipeline {text!r}: {tree.name!r} ({kind}) cannot re-rank the "
                                   f"candidates of the left side of >>; re-rankers are dense bi-encoders, late-"
-                                  f"interaction entries and the 'reranker' family (see `irgrid list`). Fuse first stages with + or rrf(...)")
+                                  f"interaction entries, the 'reranker' family and the lexical BM25 entries (see `irgrid list`). Fuse first stages with + or rrf(...)")
         return
     modes = ("first", "rerank") if tree.op == ">>" else (mode,) * len(tree.parts)
     feeds = (True, False) if tree.op == ">>" else (tree.op in ("|", "&"),) * len(tree.parts)
