@@ -71,9 +71,10 @@ def test_candidates_feature_union_of_bm25_and_a_dense_entry(vaswani, shared_stor
     first = irgrid.pipeline("bm25-pisa", vaswani, store=shared_store)
     cands = (irgrid.pipeline(bm25.with_options(k1=1.2, b=0.75), vaswani, store=shared_store) % 8)(topics)
     own = first(topics)  # bm25-pisa's own run (k1=0.9, b=0.4), depth 1000
-    dense_scores = dense.scorer(vaswani, store=shared_store)(cands)
+    minilm = dense.scorer(vaswani, store=shared_store)
+    dense_scores = minilm(cands)
     for bm25_side in (bm25.scorer(vaswani, store=shared_store), first):
-        feats = (bm25_side ** dense.scorer(vaswani, store=shared_store))(cands)
+        feats = (bm25_side ** minilm)(cands)
         assert len(feats) == len(cands) and all(len(f) == 2 for f in feats["features"])
         f = feats.assign(bm25=[x[0] for x in feats["features"]], dense=[x[1] for x in feats["features"]])
         both = f.merge(own[["qid", "docno", "score"]].rename(columns={"score": "own"}), on=["qid", "docno"],
@@ -85,7 +86,7 @@ def test_candidates_feature_union_of_bm25_and_a_dense_entry(vaswani, shared_stor
         assert len(d) == len(cands)
         np.testing.assert_allclose(d["dense"], d["minilm"], rtol=1e-6)
     # a learned model after it is ordinary PyTerrier: here a fixed linear one
-    ranked = (bm25.scorer(vaswani, store=shared_store) ** dense.scorer(vaswani, store=shared_store)
+    ranked = (bm25.scorer(vaswani, store=shared_store) ** minilm
               >> pt.apply.doc_score(lambda row: float(row["features"] @ np.array([0.1, 1.0]))))(cands)
     assert ranked["score"].notna().all() and len(ranked) == len(cands)
 
