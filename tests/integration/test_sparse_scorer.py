@@ -112,3 +112,22 @@ def test_entries_that_cannot_score_given_candidates_say_which_can(vaswani, share
     cands = pd.DataFrame({"qid": ["1"], "docno": ["10"]})  # no query text
     with pytest.raises(irgrid.Error, match="needs the columns qid, query and docno, it lacks \\['query'\\]"):
         irgrid.retriever("bm25-pisa").scorer(vaswani, store=shared_store)(cands)
+
+
+def test_a_scorer_on_a_fresh_index_records_the_query_time_files_pisa_writes(vaswani, fresh_store):
+    """The scorer opens the index under its lock, as a first stage does: PISA's per-k1/b files written on opening
+    are recorded in the index's manifest (a later verification passes; nothing is deleted as a partial file)."""
+    import json
+
+    from irgrid.store import LAZY
+
+    entry = irgrid.retriever("bm25-pisa")
+    folder = entry.indexer(vaswani, store=fresh_store).index()  # built, never queried
+    assert not (folder / LAZY).exists() or not json.loads((folder / LAZY).read_text())
+    topics = vaswani.topics().head(2)
+    cands = pd.DataFrame({"qid": topics["qid"].repeat(2), "query": topics["query"].repeat(2), "docno": ["1", "2"] * 2})
+    out = entry.scorer(vaswani, store=fresh_store)(cands)
+    assert len(out) == 4
+    lazy = json.loads((folder / LAZY).read_text())
+    assert lazy and all(f.startswith("pisa/") for f in lazy)
+    assert fresh_store.index_problem(folder) is None

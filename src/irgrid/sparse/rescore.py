@@ -45,7 +45,11 @@ class RetrievalScorerFactory:
             return entry.query(index, QueryContext(options=options, models=models, device=device,
                                                    encoder=entry.encoder))
 
-        return _scorer_class()(entry.name, retrieve, int(entry.options.get("num_results") or 1000))
+        scorer = _scorer_class()(entry.name, retrieve, int(entry.options.get("num_results") or 1000))
+        # opened now, while the caller holds the index's lock: a backend that writes query-time files on opening
+        # (PISA's per-k1/b files) writes them here; deeper retrievers of the same k1/b reuse them
+        scorer.retriever(scorer.depth)
+        return scorer
 
     def __repr__(self) -> str:
         return "irgrid.sparse.rescore.retrieval_scorer"
