@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from irgrid.core.profiles import Setting
 from irgrid.core.retrievers import BuildContext, IndexRecipe, QueryContext, Retriever, register
+from irgrid.sparse.rescore import retrieval_scorer
 
 
 def build_lucene(ctx: BuildContext) -> None:
@@ -84,17 +85,20 @@ BM25_PROFILES = {
 register(Retriever(
     name="bm25", family="sparse", architecture="lexical", paper_name="BM25",
     index=LUCENE_FLAT, query=bm25_query, options=BM25_OPTIONS, extra="lucene", profiles=BM25_PROFILES,
+    make_scorer=retrieval_scorer,  # given candidates: the entry's own retrieval scores (a BM25 feature)
     reference="Pyserini 2CR beir.yaml (flat): Lucene BM25 k1=0.9 b=0.4. Documents: title + ' ' + text in one "
               "field, as the paper's code (valentinsvelev/retriever-evaluation:src/misc.py prepare_pyserini_corpus)",
 ))
 register(Retriever(
     name="bm25-pisa", family="sparse", architecture="lexical",
     index=PISA_PORTER2, query=bm25_query, options=BM25_OPTIONS, extra="pisa",
+    make_scorer=retrieval_scorer,  # given candidates: the entry's own retrieval scores (a BM25 feature)
     reference="pyterrier-pisa BM25; same parameters as the paper's Lucene BM25",
 ))
 register(Retriever(
     name="bm25-lucene-pisa", family="sparse", architecture="lexical",
     index=LUCENE_PISA, query=bm25_query, options=BM25_OPTIONS, extra="lucene",
+    make_scorer=retrieval_scorer,  # given candidates: the entry's own retrieval scores (a BM25 feature)
     reference="the paper's Lucene BM25 (Anserini analysis, Lucene BM25 weights and length norms, k1=0.9 b=0.4) "
               "precomputed into a PISA impact index; nDCG@10/AP within 0.002 of `bm25` (tests)",
 ))

@@ -31,6 +31,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+from irgrid.core.artifacts import write_cache_meta
 from irgrid.core.gridcell import GridCell
 from irgrid.core.retrievers import IndexRecipe
 from irgrid.data.datasets import Dataset, staged_fingerprint
@@ -238,14 +239,18 @@ class Indexes(_Area):
     """Indexes keyed by (corpus, recipe hash); files a backend adds after publication recorded as lazy files;
     encoding shards of a corpus encoded by several jobs."""
 
-    def dir(self, recipe: IndexRecipe, dataset: Dataset) -> Path:
+    def key(self, recipe: IndexRecipe, dataset: Dataset) -> str:
+        """The key of the recipe's index of this dataset's corpus: recipe, corpus, its fields and (staged) content."""
         corpus = dataset.corpus_dataset()
         config = {"recipe": recipe.config(), "corpus": corpus.corpus, "fields": list(corpus.fields)}
         data = staged_fingerprint(corpus.irds_id)
         if data:  # staged copies are keyed by their content (added only then: other keys stay as they were)
             config["data"] = data
-        key = config_hash(config)
-        return self.root / "indexes" / slug(corpus.corpus) / f"{recipe.name}-{key}"
+        return config_hash(config)
+
+    def dir(self, recipe: IndexRecipe, dataset: Dataset) -> Path:
+        corpus = dataset.corpus_dataset()
+        return self.root / "indexes" / slug(corpus.corpus) / f"{recipe.name}-{self.key(recipe, dataset)}"
 
     def ready(self, recipe: IndexRecipe, dataset: Dataset) -> bool:
         """Published and its files have the sizes its manifest lists (cheap: no hashing)."""
@@ -257,9 +262,12 @@ class Indexes(_Area):
         start = time.perf_counter()
         with atomic_dir(final) as tmp:
             build(tmp)
-            files = folder_manifest(tmp)
-            if not files:
+            if not folder_manifest(tmp):
                 raise CacheError(f"index {recipe.name} of {dataset.corpus}: the builder wrote no files")
+            # `pt.Artifact.load(folder)` goes straight to irgrid's entry point (no other package's metadata
+            # adapter is imported to guess what the folder is); listed in the manifest like the backend's files
+            write_cache_meta(tmp)
+            files = folder_manifest(tmp)
             meta = {"recipe": recipe.config(), "corpus": dataset.corpus_dataset().corpus,
                     "seconds": round(time.perf_counter() - start, 3), "docs": docs, "files": files}
             (tmp / MARKER).write_text(json.dumps(meta, indent=2))

@@ -318,3 +318,48 @@ def test_a_profile_value_for_one_dataset_keys_its_cell_and_shows_in_the_manifest
     edited = dataclasses.replace(base, profiles={"paper": {"k1": Setting(0.9, "x.py@4bedb75",
                                                                          per_dataset={"vaswani": 1.3})}})
     assert spec_hash(dataclasses.replace(spec, retrievers=[edited.with_profile("paper")])) != spec_hash(spec)
+
+
+def test_fusion_suggestions_skip_near_duplicates_of_the_grids_fusions(fresh_store, tmp_path):
+    """A fusion of the same members as one in the grid, in another order, with other weights or k, or nested, is
+    never suggested (issue 41 item 9): the manifest records each fusion's members by configuration key."""
+    import json
+
+    from irgrid.report import failures
+    from irgrid.report.stored import load as load_grid
+
+    exp = {**FUSION_GRID, "latency_sample": 0,
+           "retrievers": [*FUSION_GRID["retrievers"], {"as": "fuse30", "pipeline": "rrf(k12, bm25-pisa, k=30)"},
+                          {"as": "same", "name": "bm25-pisa"},  # bm25-pisa unchanged under another name
+                          {"as": "three", "pipeline": "rrf(fuse, cut)"}]}
+    spec = from_dict(exp)
+    grid.run(spec, out=tmp_path / "out", store=fresh_store, fail_fast=True)
+    entries = json.loads((tmp_path / "out" / "manifest.json").read_text())["retrievers"]
+    keys = {name: e["config_hash"] for name, e in entries.items()}
+    assert keys["same"] == keys["bm25-pisa"]
+    pair = sorted([keys["bm25-pisa"], keys["k12"]])
+    assert entries["fuse"]["fusion_members"] == entries["lin"]["fusion_members"] == pair
+    assert entries["fuse30"]["fusion_members"] == pair
+    assert entries["three"]["fusion_members"] == sorted([*pair, keys["cut"]])  # the nested fusion opened
+    assert entries["cut"]["fusion_members"] is None and entries["bm25-pisa"]["fusion_members"] is None
+
+    g = load_grid(tmp_path / "out")
+    fused = g.fused_pairs()
+    systems = list(entries)
+    near = [("fuse", "lin"), ("fuse", "fuse30"), ("lin", "fuse30"),  # the same members: order, weights, k
+            ("same", "k12"),  # = rrf(bm25-pisa, k12) under an alias of bm25-pisa
+            ("lin", "cut"), ("fuse30", "cut"),  # their members with cut are three's
+            ("three", "bm25-pisa"), ("three", "lin")]  # three holds them already
+    assert all(frozenset(p) in fused for p in near)
+    assert frozenset(("cut", "k12")) not in fused and frozenset(("same", "cut")) not in fused
+    every = pd.DataFrame([{"dataset": spec.datasets[0].name, "a": a, "b": b, "jaccard": 0.5}
+                          for i, a in enumerate(systems) for b in systems[i + 1:]])
+    sugg = failures.fusion_suggestions(every, g.families(), components=g.component_families(), fused=fused,
+                                       top=len(every))
+    suggested = {frozenset(p) for p in zip(sugg.a, sugg.b)}
+    assert suggested and not suggested & {frozenset(p) for p in near}
+    assert frozenset(("cut", "k12")) in suggested
+    members = {n: frozenset(e["fusion_members"] or [e["config_hash"]]) for n, e in entries.items()}
+    fusions = {members[n] for n, e in entries.items() if e["fusion_members"]}
+    for a, b in zip(sugg.a, sugg.b):  # no suggestion has the members of a fusion the grid holds
+        assert members[a] | members[b] not in fusions | {members[a], members[b]}

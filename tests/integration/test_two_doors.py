@@ -150,12 +150,22 @@ def test_a_first_stage_after_another_reranks_and_a_scorer_needs_candidates(doors
     merged = out.merge(cascade, on=["qid", "docno"], suffixes=("", "_yaml"))
     assert len(merged) == len(out) == len(cascade)
     np.testing.assert_array_equal(merged["score"].to_numpy(), merged["score_yaml"].to_numpy())
-    with pytest.raises(RoleError, match=r"'bm25-pisa' \(sparse\) cannot score given candidates.*families"):
-        (bm25 % 20 >> irgrid.retriever("bm25-pisa").with_options(k1=1.2).pipeline(ds))(topics)
+    # a BM25 entry given candidates scores them with its own retrieval scores (issue 41 item 5)
+    k12 = irgrid.retriever("bm25-pisa").with_options(k1=1.2)
+    rescored = (bm25 % 20 >> k12.pipeline(ds))(topics)
+    own = k12.pipeline(ds)(topics)
+    both = rescored.merge(own, on=["qid", "docno"], suffixes=("", "_own"))
+    assert len(rescored) == len((bm25 % 20)(topics)) and len(both) == len(rescored)
+    assert both["score"].tolist() == both["score_own"].tolist()
+    import dataclasses
+
+    unscoring = dataclasses.replace(irgrid.retriever("bm25-pisa"), name="no-scorer", make_scorer=None)
+    with pytest.raises(RoleError, match=r"'no-scorer' \(sparse\) cannot score given candidates.*families"):
+        (bm25 % 20 >> unscoring.pipeline(ds))(topics)
     with pytest.raises(RoleError, match=r"scorer\(\) re-ranks candidates but got queries only"):
         irgrid.retriever("all-minilm-l6-v2").scorer(ds)(topics)
-    with pytest.raises(RoleError, match=r"'bm25-pisa' \(sparse\) cannot score"):
-        irgrid.retriever("bm25-pisa").scorer(ds)
+    with pytest.raises(RoleError, match=r"'splade-tiny' \(sparse\) cannot score"):
+        irgrid.retriever("splade-tiny").scorer(ds)
     with pytest.raises(ExpressionError, match=r"is a first stage.*scorer"):
         (bm25 % 20 >> irgrid.pipeline(FORMS["casc-dense"], ds))(topics)
     folder = irgrid.retriever("all-minilm-l6-v2").indexer(ds).index()

@@ -82,7 +82,7 @@ def test_list_name_says_what_the_entry_is_without_torch():
     assert "No profile differences" not in minilm and "no profile differences" not in minilm
     assert bm25.strip().startswith("bm25 (the paper's BM25)") and "checkpoints   none (no model weights)" in bm25
     assert "b = 0.4 (float in [0, 1])" in bm25 and "index recipe  lucene-flat" in bm25
-    assert "scorer of given candidates" not in bm25  # BM25 has no scorer role (yet)
+    assert "scorer of given candidates" in bm25  # its own retrieval scores of given candidates (issue 41 item 5)
     assert "searcher.set_bm25(k1=0.9, b=0.4)" in bm25  # then its profiles, side by side with their sources
 
 

@@ -65,8 +65,10 @@ def test_rerankers_declare_their_scorer():
     assert ce.make_scorer is not None and ce.rerank_only
     assert scoring.can_score(ce) and scoring.rerank_only(ce)
     assert ce.query not in scoring.SCORERS  # the entry says it, no table above the entries is edited
-    bm25, minilm = get("bm25"), get("all-minilm-l6-v2")
-    assert not scoring.can_score(bm25) and not scoring.rerank_only(bm25)
+    bm25, minilm, splade = get("bm25"), get("all-minilm-l6-v2"), get("splade-tiny")
+    assert scoring.can_score(bm25) and not scoring.rerank_only(bm25)  # its own retrieval's scores (a BM25 feature)
+    assert bm25.make_scorer is not None and bm25.query not in scoring.SCORERS
+    assert not scoring.can_score(splade) and not scoring.rerank_only(splade)
     assert scoring.can_score(minilm) and not scoring.rerank_only(minilm)  # dense: declared by its entry too
 
 

@@ -46,6 +46,15 @@ def write_meta(folder: str | os.PathLike, kind: str, **extra: Any) -> None:
     (Path(folder) / "pt_meta.json").write_text(json.dumps(meta))
 
 
+def write_cache_meta(folder: str | os.PathLike) -> None:
+    """`pt_meta.json` of a published index folder of irgrid's cache (type `irgrid_index`, format `cache`): PyTerrier
+    then calls `open_cache_folder` at once, which imports nothing but the backend's own class (pyterrier-pisa's
+    PisaIndex for a PISA index: no torch). Without it (folders published before it was written) PyTerrier asks
+    every installed package's metadata adapter what the folder is, importing each of those packages first."""
+    meta = {"type": CACHE_FOLDER[0], "format": CACHE_FOLDER[1], "package_hint": "irgrid"}
+    (Path(folder) / "pt_meta.json").write_text(json.dumps(meta))
+
+
 def _backends(folder: Path) -> list[Path]:
     return [folder / name for name in KINDS if (folder / name).is_dir()]
 
@@ -64,11 +73,15 @@ def metadata_adapter(path: str, listing: list[str]) -> dict[str, Any] | None:
         return {"type": type_, "format": format_, "package_hint": PACKAGE_HINTS.get(folder.name, "irgrid")}
     written = [name for name in listing if name in KINDS and _own_meta(folder / name)]
     if written:
-        raise ArtifactError(
-            f"{folder}: an irgrid index folder (it holds {written[0]}/) without its manifest {INDEX_MARKER}: an "
-            f"unfinished or damaged build, or a copy made without it. Delete the folder and run irgrid again to "
-            f"rebuild it, or load {folder / written[0]} itself (nothing is verified then)")
+        raise _without_manifest(folder, written[0])
     return None
+
+
+def _without_manifest(folder: Path, backend: str) -> ArtifactError:
+    return ArtifactError(
+        f"{folder}: an irgrid index folder (it holds {backend}/) without its manifest {INDEX_MARKER}: an "
+        f"unfinished or damaged build, or a copy made without it. Delete the folder and run irgrid again to "
+        f"rebuild it, or load {folder / backend} itself (nothing is verified then)")
 
 
 def _own_meta(backend: Path) -> bool:
@@ -135,6 +148,8 @@ def open_cache_folder(path: str | os.PathLike, **kwargs: Any) -> Any:
     if len(found) != 1:
         raise ArtifactError(f"{folder}: an irgrid index folder holds one backend folder ({', '.join(KINDS)}); "
                             f"found {[p.name for p in found] or 'none'}. Load the backend folder itself instead")
+    if not (folder / INDEX_MARKER).exists():  # its pt_meta.json says irgrid's, but the manifest is gone
+        raise _without_manifest(folder, found[0].name)
     _check_backend_meta(folder, found[0])
     verify_cache_folder(folder)
     return pt.Artifact.load(str(found[0]), **kwargs)

@@ -150,7 +150,8 @@ def fusion_pipelines_yaml(suggestions: pd.DataFrame, fused: pd.DataFrame, k: int
     lines = ["# Fusion suggestions (lowest hard-query overlap): paste under `retrievers:` of the experiment file.",
              f"# Each is reciprocal rank fusion (k = {k}) of two of its systems; values: stored runs fused offline.",
              f"# Chosen and scored on {SELECTED_ON}: the gains are optimistic; confirm on held-out queries.",
-             "# Pairs a system of the grid already fuses are not suggested."]
+             "# Pairs a system of the grid already fuses, or nearly (the same members in another order, with other "
+             "weights or k), are not suggested."]
     for (a, b), block in suggestions.groupby(["a", "b"], sort=False):
         lines.append("")
         for _, s in block.iterrows():

@@ -62,15 +62,38 @@ class Grid:
         return out
 
     def fused_pairs(self) -> set[frozenset[str]]:
-        """Pairs that a system of this grid already fuses (manifest `fuses`: rrf(a, b), a + b), and each fusion
-        with the systems it is made of (fusing it with one of its own parts again says nothing new)."""
+        """Pairs of systems whose fusion the grid holds already, or nearly: pairs a system fuses (manifest `fuses`:
+        rrf(a, b), a + b), each fusion with a system it is made of, and any pair whose members together are those of
+        a fusion of the grid or of one of the two (manifest `fusion_members`: the fused systems' configuration
+        keys, nested fusions opened): rrf(a, b) beside 0.7 * a + 0.3 * b, rrf(b, a, k=30) or rrf(rrf(a, b), c) beside
+        c. Fusing such a pair again only changes order, weights or k, which says nothing new."""
+        entries = self.manifest.get("retrievers", {})
         out = set()
-        for name, e in self.manifest.get("retrievers", {}).items():
+        for name, e in entries.items():
             names = e.get("fuses") or []
             out |= {frozenset((a, b)) for i, a in enumerate(names) for b in names[i + 1:] if a != b}
             if names:
                 out |= {frozenset((name, part)) for part in {*names, *(e.get("components") or {})} if part != name}
+        members = {name: self._members(name, entries) for name in entries}
+        fusions = {m for name, m in members.items() if entries[name].get("fuses") or entries[name].get("fusion_members")}
+        systems = list(entries)
+        for i, a in enumerate(systems):
+            for b in systems[i + 1:]:
+                both = members[a] | members[b]
+                if both in fusions or both in (members[a], members[b]):
+                    out.add(frozenset((a, b)))
         return out
+
+    def _members(self, name: str, entries: dict[str, Any], seen: frozenset[str] = frozenset()) -> frozenset[str]:
+        """What a system is a fusion of (configuration keys), or itself (its key) when it is no fusion. Manifests
+        written before `fusion_members` was recorded: from `fuses`, the names that are systems of the grid opened."""
+        e = entries.get(name) or {}
+        if e.get("fusion_members"):
+            return frozenset(map(str, e["fusion_members"]))
+        fuses = e.get("fuses") or []
+        if fuses and name not in seen:
+            return frozenset().union(*(self._members(f, entries, seen | {name}) for f in fuses))
+        return frozenset({str(e.get("config_hash") or name)})
 
     def group(self, dataset: str) -> str:
         """The dataset's group (msmarco, beir, ...; manifest `datasets`, else the catalog, else "other")."""

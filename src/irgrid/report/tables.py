@@ -182,7 +182,8 @@ def fusion_tbl(a: Analyses) -> Table:
                  ["dataset", "pair", "Jaccard", "cross-family", "measure", "a", "b", "RRF", "RRF − best"], rows,
                  ["Pairs across retriever families first (a pair is cross-family when the entries the two are built "
                   "from share no family), then by Jaccard ascending; systems below 0.8 × the best on a dataset's "
-                  "headline measure, pairs a system of the grid already fuses and pairs with the same hard queries (Jaccard 1) "
+                  "headline measure, pairs a system of the grid already fuses (or nearly: the same members in "
+                  "another order, with other weights or k) and pairs with the same hard queries (Jaccard 1) "
                   "are not suggested. Live pipeline: "
                   "irgrid.report.failures.rrf_pipeline.",
                   f"Selection and RRF scores use the same queries ({failures.SELECTED_ON}; the grid stores no runs of a "

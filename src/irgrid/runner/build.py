@@ -8,7 +8,7 @@ cannot drift apart); `Retriever.build` (the `GridCell` protocol's, which the gri
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from irgrid.core.gridcell import GridCell
@@ -28,6 +28,24 @@ def python_pipeline(cell: GridCell, dataset: Any = None, **kwargs: Any) -> Any:
     return build_pipeline(cell, dataset, **kwargs)
 
 
+def with_index(entry: Retriever, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None,
+               use: Callable[[Any], Any]) -> Any:
+    """`use(artifact)` on the entry's opened index (built or reused). Some backends write into the published index
+    when first queried with new parameters (PISA's per-parameter `bm25.k1-...` files): opening and building the
+    query side happen under the index's lock, leftovers of a killed writer are deleted first and new files recorded
+    in its manifest."""
+    recipe = entry.index
+    assert recipe is not None
+    ensure_index(recipe, dataset, store, model_map)
+    folder = store.indexes.dir(recipe, dataset)
+    with store.lock(folder, f"index {recipe.name} of {dataset.corpus} (query-time files)"):
+        store.indexes.clean_lazy(folder)
+        artifact = recipe.open(folder, recipe.params, resolve_models(recipe.models, model_map))
+        out = use(artifact)
+        store.indexes.record_lazy(folder)
+    return out
+
+
 def build_entry(entry: Retriever, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None = None) -> Any:
     """`Retriever.build`: a registry entry's query pipeline on a dataset, its index built or reused, the dataset's
     policies applied."""
@@ -36,17 +54,7 @@ def build_entry(entry: Retriever, dataset: Dataset, store: Store, model_map: Map
     if entry.index is None:
         pipeline = entry.query(None, ctx)
     else:
-        recipe = entry.index
-        ensure_index(recipe, dataset, store, model_map)
-        folder = store.indexes.dir(recipe, dataset)
-        # Some backends write into the published index when first queried with new parameters (PISA's
-        # per-parameter `bm25.k1-...` files): opening and building the query side happen under the index's
-        # lock, leftovers of a killed writer are deleted first and new files recorded in its manifest.
-        with store.lock(folder, f"index {recipe.name} of {dataset.corpus} (query-time files)"):
-            store.indexes.clean_lazy(folder)
-            artifact = recipe.open(folder, recipe.params, resolve_models(recipe.models, model_map))
-            pipeline = entry.query(artifact, ctx)
-            store.indexes.record_lazy(folder)
+        pipeline = with_index(entry, dataset, store, model_map, lambda artifact: entry.query(artifact, ctx))
     from irgrid.runner.roles import FirstStage
     from irgrid.runner.scoring import build_scorer
 

@@ -164,6 +164,47 @@ def fused(retriever: GridCell) -> list[str] | None:
     return names
 
 
+def fusion_members(retriever: GridCell) -> list[str] | None:
+    """The systems a fusion fuses, as their configuration keys (sorted, no repeats), nested fusions opened (a term
+    that is itself a fusion, inline or a named pipeline, gives its own members) and weights, cut-offs and rrf's k
+    set aside; None when it is not a fusion of named systems. Two fusions with the same members are near-duplicates
+    for fusion suggestions (irgrid.report.stored.Grid.fused_pairs), whatever their order, weights or k; keys, not
+    names, so an `as:` name of an unchanged entry is the entry."""
+    tree = getattr(retriever, "tree", None)
+    if not isinstance(retriever, Expression) or not isinstance(tree, Op) or tree.op not in ("rrf", "+"):
+        return None
+    members = _fusion_members(tree, retriever.parts)
+    return sorted(members) if members is not None else None
+
+
+def _fusion_members(tree: Ref | Op, parts: Mapping[str, GridCell]) -> set[str] | None:
+    terms = _sum_terms(tree) if tree.op == "+" else [(1.0, p) for p in tree.parts]  # type: ignore[union-attr]
+    out: set[str] = set()
+    for _, term in terms:
+        while isinstance(term, Op) and term.op in ("*", "%") and len(term.parts) == 1:
+            term = term.parts[0]
+        if isinstance(term, Op) and term.op in ("rrf", "+"):
+            inner = _fusion_members(term, parts)
+        elif isinstance(term, Ref):
+            inner = fusion_members(parts[term.name])
+            inner = set(inner) if inner is not None else {parts[term.name].key()}
+        else:
+            return None
+        if inner is None:
+            return None
+        out |= inner
+    return out
+
+
+def positions(tree: Ref | Op, mode: str = "first") -> list[tuple[str, str]]:
+    """Each name of the tree with its position: 'first' (it retrieves: its stored run is read) or 'rerank' (it
+    scores the candidates of the left side of >>), in the order they appear."""
+    if isinstance(tree, Ref):
+        return [(tree.name, mode)]
+    modes = ("first" if mode == "first" else "rerank", "rerank") if tree.op == ">>" else (mode,) * len(tree.parts)
+    return [p for t, m in zip(tree.parts, modes) for p in positions(t, m)]
+
+
 def _tree_config(tree: Ref | Op, parts: Mapping[str, GridCell], mode: str) -> Any:
     """What determines the expression's output: operators, numbers and the parts' full configurations (their
     keys): a first stage is keyed by its run's configuration, a re-ranker by its scorer's."""
@@ -246,7 +287,7 @@ def _check_positions(tree: Ref | Op, parts: Mapping[str, GridCell], mode: str, w
             kind = "a pipeline" if isinstance(entry, Expression) else f"a {entry.family} entry"
             raise ExpressionError(f"{where}: pipeline {text!r}: {tree.name!r} ({kind}) cannot re-rank the "
                                   f"candidates of the left side of >>; re-rankers are dense bi-encoders, late-"
-                                  f"interaction entries and the 'reranker' family (see `irgrid list`). Fuse first stages with + or rrf(...)")
+                                  f"interaction entries, the 'reranker' family and the lexical BM25 entries (see `irgrid list`). Fuse first stages with + or rrf(...)")
         return
     modes = ("first", "rerank") if tree.op == ">>" else (mode,) * len(tree.parts)
     feeds = (True, False) if tree.op == ">>" else (tree.op in ("|", "&"),) * len(tree.parts)

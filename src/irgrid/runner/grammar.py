@@ -122,6 +122,12 @@ def _check(node: ast.AST, text: str, names: list[str]) -> Ref | Op:
         return Ref(names[int(node.id[len(_PLACEHOLDER):])])
     if isinstance(node, ast.BinOp):
         op = OPERATORS.get(type(node.op))
+        if op is None and isinstance(node.op, ast.Pow):
+            raise ExpressionError(
+                f"in {text!r}: '**' (PyTerrier's feature union) gives learning-to-rank features, not a ranking a "
+                f"grid can evaluate; compose it in Python with a learned model after it, e.g. `cands >> "
+                f"(irgrid.retriever('bm25-pisa').scorer(ds) ** irgrid.retriever('all-minilm-l6-v2').scorer(ds)) "
+                f">> model` (docs/composing.md, 'Features for learning to rank')")
         if op is None:
             bad = {ast.Sub: "-", ast.Div: "/", ast.FloorDiv: "//", ast.Pow: "**", ast.BitXor: "^",
                    ast.LShift: "<<", ast.MatMult: "@"}.get(type(node.op), type(node.op).__name__)

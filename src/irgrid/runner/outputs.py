@@ -272,6 +272,8 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
                 "reference": cell.retriever.reference, "runs": {},
                 # what it is built from (irgrid.runner.expressions): fusion suggestions skip what is fused already
                 "components": expressions.components(cell.retriever), "fuses": expressions.fused(cell.retriever),
+                # the configuration keys of what it fuses, nested fusions opened: near-duplicate fusions share them
+                "fusion_members": expressions.fusion_members(cell.retriever),
             })
             entry["runs"][dataset_name] = {"run_key": cell.meta.get("key"), "cached": cell.cached,
                                            "ms_per_query": cell.meta.get("ms_per_query"),
@@ -279,6 +281,8 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
                                            # scored 0 by every measure: a warning, not an error (empty_note)
                                            "queries_without_results": len(cell.meta.get("empty_queries") or []),
                                            "empty_queries": list(cell.meta.get("empty_queries") or [])[:100]}
+            # the index folders the run read (manifest provenance: corpus, recipe, key and path in the cache)
+            entry["runs"][dataset_name]["indexes"] = index_provenance(cell.retriever, cell.dataset, store)
             own = dict(getattr(cell.retriever, "dataset_applied", None) or {})
             if own:  # the profile's values for this dataset (e.g. ColBERTv2's query length on ArguAna)
                 entry["runs"][dataset_name]["options"] = own
@@ -304,6 +308,39 @@ def write_outputs(spec, results: pd.DataFrame, perquery: pd.DataFrame, cells_by_
     }
     write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=2, default=str))
     write_qrels(cells_by_dataset, out)
+
+
+def index_provenance(retriever, dataset, store) -> list[dict[str, Any]] | None:
+    """The index folders a cell's run used, one record per entry that has an index: the entry, its position
+    (`first`: it retrieved; `rerank`: it scored given candidates after `>>`, reading its index when the cache held
+    it, else the candidates' texts), the recipe's name and key, the corpus, the folder's cache key and path, and
+    whether the folder is in the cache now. A pipeline expression lists its parts' (nested pipelines opened, each
+    folder once); None for a pipeline composed in Python (what it reads is its own)."""
+    from irgrid.core.retrievers import Retriever
+
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
+
+    def walk(cell: Any, role: str) -> bool:
+        if isinstance(cell, expressions.Expression):
+            for name, mode in expressions.positions(cell.tree):
+                if not walk(cell.parts[name], "first" if role == "first" and mode == "first" else "rerank"):
+                    return False
+            return True
+        if not isinstance(cell, Retriever):
+            return False
+        if cell.index is None:
+            return True
+        path = store.indexes.dir(cell.index, dataset)
+        if (str(path), role) in seen:
+            return True
+        seen.add((str(path), role))
+        out.append({"entry": cell.name, "role": role, "recipe": cell.index.name, "recipe_key": cell.index.key(),
+                    "corpus": dataset.corpus_dataset().corpus, "key": store.indexes.key(cell.index, dataset),
+                    "path": str(path), "in_cache": store.folder_problem(path, full=False) is None})
+        return True
+
+    return out if walk(retriever, "first") else None
 
 
 def statistics(spec) -> dict[str, Any]:

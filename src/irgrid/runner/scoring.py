@@ -71,9 +71,18 @@ def entry_scorer(entry: Retriever, dataset: Dataset, store: Store, model_map: Ma
     factory = scorer_factory(entry)
     if factory is None:
         raise ExpressionError(_scorer_hint(entry))
+    models = resolve_models(entry.all_models(), dict(model_map))
+    if getattr(factory, "needs_index", False) and entry.index is not None:
+        # a scorer that reads the entry's index (a lexical entry scores by its own retrieval): built if missing,
+        # opened as the entry's first stage opens it (under its lock: PISA may write query-time files)
+        from irgrid.runner.build import with_index
+
+        scorer = with_index(entry, dataset, store, dict(model_map),
+                            lambda index: factory(entry, models, settings.device(), index))
+        return with_doc_text(scorer, dataset)
     index = open_index(entry, dataset, store, dict(model_map)) \
         if entry.index is not None and store.indexes.ready(entry.index, dataset) else None
-    scorer = factory(entry, resolve_models(entry.all_models(), dict(model_map)), settings.device(), index)
+    scorer = factory(entry, models, settings.device(), index)
     return with_doc_text(scorer, dataset)
 
 
@@ -86,9 +95,13 @@ def can_score(entry: GridCell) -> bool:
 
 
 def _scorer_hint(entry: Retriever) -> str:
-    kinds = sorted({f"{e.family}" for e in _registered() if can_score(e)})
-    return (f"{entry.name!r} ({entry.family}) cannot score given candidates; the entries that can re-rank are "
-            f"of the families {', '.join(kinds)} (`irgrid list`); fuse first stages with "
+    registered = _registered()
+    kinds = sorted({f"{e.family}" for e in registered if can_score(e)
+                    and all(can_score(o) for o in registered if o.family == e.family)})
+    some = sorted(e.name for e in registered if can_score(e) and f"{e.family}" not in kinds)
+    return (f"{entry.name!r} ({entry.family}) cannot score given candidates; the entries that can re-rank "
+            f"(right of >>, an operand of PyTerrier's ** feature union) are those of the families "
+            f"{', '.join(kinds)}{', and the entries ' + ', '.join(some) if some else ''} (`irgrid list`); fuse first stages with "
             f"irgrid.PerQueryMinMax / irgrid.rrf instead")
 
 
