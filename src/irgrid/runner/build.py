@@ -8,13 +8,13 @@ cannot drift apart); `Retriever.build` (the `GridCell` protocol's, which the gri
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from irgrid.core.gridcell import GridCell
 from irgrid.core.retrievers import QueryContext, Retriever
 from irgrid.models.resolver import with_mapping
-from irgrid.runner.cell import build_pipeline, dataset_of, ensure_index, resolve_models
+from irgrid.runner.cell import build_pipeline, dataset_of, ensure_index, resolve_models, with_index
 from irgrid.util import settings
 
 if TYPE_CHECKING:
@@ -26,24 +26,6 @@ def python_pipeline(cell: GridCell, dataset: Any = None, **kwargs: Any) -> Any:
     """The Python door's builder: the cell's pipeline on a dataset, every query checked to be text
     (`build_pipeline`'s keywords: store, model_map, check_queries)."""
     return build_pipeline(cell, dataset, **kwargs)
-
-
-def with_index(entry: Retriever, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None,
-               use: Callable[[Any], Any]) -> Any:
-    """`use(artifact)` on the entry's opened index (built or reused). Some backends write into the published index
-    when first queried with new parameters (PISA's per-parameter `bm25.k1-...` files): opening and building the
-    query side happen under the index's lock, leftovers of a killed writer are deleted first and new files recorded
-    in its manifest."""
-    recipe = entry.index
-    assert recipe is not None
-    ensure_index(recipe, dataset, store, model_map)
-    folder = store.indexes.dir(recipe, dataset)
-    with store.lock(folder, f"index {recipe.name} of {dataset.corpus} (query-time files)"):
-        store.indexes.clean_lazy(folder)
-        artifact = recipe.open(folder, recipe.params, resolve_models(recipe.models, model_map))
-        out = use(artifact)
-        store.indexes.record_lazy(folder)
-    return out
 
 
 def build_entry(entry: Retriever, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None = None) -> Any:

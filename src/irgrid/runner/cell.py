@@ -13,6 +13,7 @@ import platform
 import shutil
 import sys
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,24 @@ def open_index(retriever: Retriever, dataset: Dataset, store: Store, model_map: 
         return None
     path = ensure_index(recipe, dataset, store, model_map)
     return recipe.open(path, recipe.params, resolve_models(recipe.models, model_map))
+
+
+def with_index(entry: Retriever, dataset: Dataset, store: Store, model_map: Mapping[str, str] | None,
+               use: Callable[[Any], Any]) -> Any:
+    """`use(artifact)` on the entry's opened index (built or reused). Some backends write into the published index
+    when first queried with new parameters (PISA's per-parameter `bm25.k1-...` files): opening and building the
+    query side happen under the index's lock, leftovers of a killed writer are deleted first and new files recorded
+    in its manifest."""
+    recipe = entry.index
+    assert recipe is not None
+    ensure_index(recipe, dataset, store, model_map)
+    folder = store.indexes.dir(recipe, dataset)
+    with store.lock(folder, f"index {recipe.name} of {dataset.corpus} (query-time files)"):
+        store.indexes.clean_lazy(folder)
+        artifact = recipe.open(folder, recipe.params, resolve_models(recipe.models, model_map))
+        out = use(artifact)
+        store.indexes.record_lazy(folder)
+    return out
 
 
 def ensure_index(recipe: IndexRecipe, dataset: Dataset, store: Store, model_map: dict[str, str] | None = None) -> Path:

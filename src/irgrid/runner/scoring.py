@@ -75,7 +75,7 @@ def entry_scorer(entry: Retriever, dataset: Dataset, store: Store, model_map: Ma
     if getattr(factory, "needs_index", False) and entry.index is not None:
         # a scorer that reads the entry's index (a lexical entry scores by its own retrieval): built if missing,
         # opened as the entry's first stage opens it (under its lock: PISA may write query-time files)
-        from irgrid.runner.build import with_index
+        from irgrid.runner.cell import with_index
 
         scorer = with_index(entry, dataset, store, dict(model_map),
                             lambda index: factory(entry, models, settings.device(), index))
