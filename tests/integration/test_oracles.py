@@ -23,13 +23,10 @@ ENTRIES = sorted({*ORACLES, *GOLDEN})
 
 # differences the oracles show on the core inputs (queries, titled / non-ASCII / long documents), by cause. Fixed
 # since the oracles were made, by paper-profile settings of release 4bedb75: instructor-large (pool_prompt=True),
-# splade-v3 (documents at sentence-transformers' 512), qwen3-embedding-0.6b (the quirk left_pad_last_token); and in
-# the engine: embeddinggemma (Gemma 3's own bidirectional sliding-window masks kept, irgrid.dense.checkpoints)
-DIFFERS = {
-    "kalm-embedding-v2.5": "irgrid runs the Qwen2 backbone bidirectionally; sentence-transformers loads the folder as "
-                           "a causal Qwen2Model (and, tiny stand-in only, transformers 5 reads the shared BERT "
-                           "tokenizer of a qwen2 folder as Qwen2's BPE, 4.57.1 as WordPiece)",
-}
+# splade-v3 (documents at sentence-transformers' 512), qwen3-embedding-0.6b (the quirk left_pad_last_token),
+# kalm-embedding-v2.5 (bidirectional false: the release's sentence-transformers load builds a causal Qwen2Model); and
+# in the engine: embeddinggemma (Gemma 3's own bidirectional sliding-window masks kept, irgrid.dense.checkpoints)
+DIFFERS: dict[str, str] = {}
 # records without a title (empty or absent) where irgrid's text differs from the release's: none since the quirks
 # none_title and keep_empty_title (the 'None' title of title-less corpora, DPR's ' [SEP] text', EmbeddingGemma's
 # 'title:  | text: ') are paper-profile settings; an entry of DIFFERS differs on them too

@@ -199,6 +199,7 @@ def _st_folder(tiny: Path, out: Path, cfg: dict[str, Any]) -> None:
                             "type": "sentence_transformers.models.Normalize"})
     (out / "modules.json").write_text(json.dumps(modules, indent=1))
     _patch_tokenizer(out)
+    _tokenizer_as_irgrid_reads_it(out)
     (out / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": cfg["max_seq"],
                                                                "do_lower_case": False}))
     (out / "config_sentence_transformers.json").write_text(json.dumps({
@@ -215,6 +216,26 @@ def _patch_tokenizer(folder: Path) -> None:
     cfg = json.loads(path.read_text())
     cfg["model_input_names"] = ["input_ids", "attention_mask"]
     path.write_text(json.dumps(cfg, indent=1))
+
+
+# model types whose tokenizer class transformers 5 takes from its own mapping, whatever tokenizer_config.json names
+# (MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS): a tiny folder's shared BERT tokenizer becomes Qwen2Tokenizer in
+# irgrid's environment, while 4.57.1 follows tokenizer_config.json (WordPiece)
+RETYPED_TOKENIZERS = ("qwen2",)
+
+
+def _tokenizer_as_irgrid_reads_it(folder: Path) -> None:
+    """Tiny stand-ins only: the folder's tokenizer saved as irgrid's transformers loads it, so that the reference
+    environment (transformers 4.57.1) tokenizes to the same ids (checked: identical ids on the probe texts). Real
+    checkpoints carry their own tokenizer, which both versions read alike."""
+    if json.loads((folder / "config.json").read_text()).get("model_type") not in RETYPED_TOKENIZERS:
+        return
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(folder)
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+        (folder / name).unlink(missing_ok=True)
+    tok.save_pretrained(folder)
 
 
 def _copy(tiny: Path, out: Path) -> Path:
