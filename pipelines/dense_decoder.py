@@ -146,9 +146,12 @@ DECODER_ONLY = [
                      **card_titles(keep_empty=False)},
         },
         citation="BehnamGhader et al., COLM 2024",
-        notes="paper code (src/models/llm2vec.py): MNTP base at code revision 9d1613c4 + the supervised adapter "
-              "McGill-NLP/LLM2Vec-Meta-Llama-31-8B-Instruct-mntp-supervised merged, bidirectional (remote code), mean "
-              f"pooling, max 512, bf16; stage the merged weights under this id (IRGRID_MODELS). Older version: "
+        notes="paper code (src/models/llm2vec.py): AutoModel on the MNTP repository at code revision 9d1613c4, then "
+              "the supervised adapter McGill-NLP/LLM2Vec-Meta-Llama-31-8B-Instruct-mntp-supervised merged, "
+              "bidirectional (remote code), mean pooling, max 512, bf16. With peft installed that AutoModel call loads "
+              "the base Llama and the MNTP LoRA as adapter 'default', which the supervised PeftModel replaces: the "
+              "release merged the supervised adapter alone (oracle, transformers 4.44.2 + peft 0.17.1: 1.0e-7). Stage "
+              "those merged weights under this id (IRGRID_MODELS; docs/fidelity.md). Older version: "
               f"{LLM2VEC_PY_OLD} encoded the document text without its title",
     ),
     EncoderSpec(
