@@ -73,10 +73,11 @@ lint: install
 docs: install
 	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict --site-dir site
 
-# Oracle vectors from the release's own libraries (issue 38): a reference environment (.cache/oracle-venv) from the
-# release's pins (sentence-transformers 5.1.2, transformers 4.57.1, FlagEmbedding 1.3.5; torch from constraints.txt),
-# irgrid's tiny weights in the format each library loads, the release's calls -> tests/oracles/fixtures, then the
-# table in docs/fidelity.md. `make test` compares irgrid with the stored fixtures (tests/integration/test_oracles.py).
+# Oracle vectors from the release's own libraries (issue 38): two reference environments from the release's pins
+# (.cache/oracle-venv: sentence-transformers 5.1.2, transformers 4.57.1, FlagEmbedding 1.3.5, gritlm 1.0.2;
+# .cache/oracle-venv-llm: LLM2Vec's transformers 4.44.2, llm2vec 0.2.3; torch from constraints.txt), irgrid's tiny
+# weights in the format each library loads, the release's calls -> tests/oracles/fixtures, then the table in
+# docs/fidelity.md. `make test` compares irgrid with the stored fixtures (tests/integration/test_oracles.py).
 oracles: install
 	$(BIN)/python tests/oracles/make_oracles.py all
 

@@ -85,14 +85,17 @@ declare("McGill-NLP/LLM2Vec-Meta-Llama-31-8B-Instruct-mntp",
               gated=LLAMA_GATE.format("meta-llama/Meta-Llama-3.1-8B-Instruct"), licence="llama3.1",
               note="stage the assembled weights under this id: the release loads this repository "
                    "(AutoModel, trust_remote_code, code_revision 9d1613c4) and merges the PEFT adapter "
-                   "McGill-NLP/LLM2Vec-Meta-Llama-31-8B-Instruct-mntp-supervised at load (peft 0.17.1); assemble "
-                   "the same once with peft on a connected machine (see docs/fidelity.md)"))
+                   "McGill-NLP/LLM2Vec-Meta-Llama-31-8B-Instruct-mntp-supervised at load (peft 0.17.1), which "
+                   "replaces the MNTP adapter AutoModel injected: base + supervised adapter; assemble the same once "
+                   "with the release's calls on a connected machine (see docs/fidelity.md)"))
 declare("castorini/repllama-v1-7b-lora-passage",
         Needs(6.7e9, 4096, 32, transformers="release: 4.57.1; LlamaModel", paper_batch=8,
               gated=LLAMA_GATE.format("meta-llama/Llama-2-7b-hf"), licence="llama2",
               note="a LoRA adapter: the release merges it into meta-llama/Llama-2-7b-hf (fp16) at load with peft; "
                    "stage the merged weights under this id"))
-declare("GritLM/GritLM-7B", Needs(7.2e9, 4096, 32, transformers="release: 4.57.1 (gritlm 1.0.2); MistralModel",
+declare("GritLM/GritLM-7B", Needs(7.2e9, 4096, 32, transformers="release: 4.57.1 (gritlm 1.0.2), which loads the "
+                                  "checkpoint's own modeling_gritlm7b.py (trust_remote_code); irgrid loads MistralModel "
+                                  "and removes the causal mask itself (no remote code)",
                                   paper_batch=8,
                                   licence="apache-2.0"))
 declare("nvidia/NV-Embed-v2",

@@ -39,6 +39,11 @@ ST_DEFAULT = ("encode(): SentenceTransformer.encode(texts_to_encode, ..., normal
               "config_sentence_transformers.json names one (default_prompt_name)")
 
 
+KALM_CAUSAL = ("_load_model(): 'kalm' -> SentenceTransformer(model_name, trust_remote_code=True), no model_kwargs: "
+               "sentence-transformers' Transformer module loads the qwen2 folder with AutoModel as a Qwen2Model, "
+               "whose attention is causal (transformers 4.57.1, requirements_new.txt@0ed0bf9)")
+
+
 def _st_default(on: bool = True) -> dict[str, Setting]:
     if on:
         return {"st_default_prompt": paper(True, ENCODER_PY, ST_DEFAULT)}
@@ -141,9 +146,12 @@ DECODER_ONLY = [
                      **card_titles(keep_empty=False)},
         },
         citation="BehnamGhader et al., COLM 2024",
-        notes="paper code (src/models/llm2vec.py): MNTP base at code revision 9d1613c4 + the supervised adapter "
-              "McGill-NLP/LLM2Vec-Meta-Llama-31-8B-Instruct-mntp-supervised merged, bidirectional (remote code), mean "
-              f"pooling, max 512, bf16; stage the merged weights under this id (IRGRID_MODELS). Older version: "
+        notes="paper code (src/models/llm2vec.py): AutoModel on the MNTP repository at code revision 9d1613c4, then "
+              "the supervised adapter McGill-NLP/LLM2Vec-Meta-Llama-31-8B-Instruct-mntp-supervised merged, "
+              "bidirectional (remote code), mean pooling, max 512, bf16. With peft installed that AutoModel call loads "
+              "the base Llama and the MNTP LoRA as adapter 'default', which the supervised PeftModel replaces: the "
+              "release merged the supervised adapter alone (oracle, transformers 4.44.2 + peft 0.17.1: 1.0e-7). Stage "
+              "those merged weights under this id (IRGRID_MODELS; docs/fidelity.md). Older version: "
               f"{LLM2VEC_PY_OLD} encoded the document text without its title",
     ),
     EncoderSpec(
@@ -325,15 +333,22 @@ DECODER_ONLY = [
             "paper": _st_paper(
                 query_template=paper("{text}", ENCODER_PY, "encode(): SentenceTransformer.encode without prompt "
                                                            "(models.py 'kalm' has no instruction)"),
+                bidirectional=paper(False, ENCODER_PY, KALM_CAUSAL),
                 **_st_default()),
             "card": {"query_template": Setting("Instruct: Given a query, retrieve documents that answer the query. "
                                                "\n Query: {text}", "MTEB kalm_models.py: KaLM_INSTRUCTION "
                                                "'Instruct: {instruction} \\n Query: ' with the KaLM generic "
                                                "retrieval instruction"),
+                     "bidirectional": Setting(True, "KaLM-Embedding-V2 report (Zhao et al.): the causal mask removed, "
+                                                    "bidirectional attention with mean pooling"),
                      "dtype": Setting("bf16", NO_CARD_DTYPE), **card_titles(), **_st_default(False)},
         },
         citation="Zhao et al., ICLR 2026",
-        notes="Qwen2-0.5B, bidirectional, mean pooling, max 512 (MTEB; the paper sets max_seq_length 512 too)",
+        notes="Qwen2-0.5B, bidirectional, mean pooling, max 512 (MTEB; the paper sets max_seq_length 512 too). The "
+              "paper's run loaded the checkpoint with a plain SentenceTransformer(name, trust_remote_code=True) under "
+              "transformers 4.57.1, which builds a causal Qwen2Model for a qwen2 folder without remote code "
+              "(pipelines/checkpoints.py declares none): the paper profile runs the backbone causally "
+              "(bidirectional false); not verified offline: whether the checkpoint's own files change that",
     ),
 ]
 

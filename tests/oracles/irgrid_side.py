@@ -76,7 +76,8 @@ def compare(name: str, data: dict[str, Any] | None = None) -> Row:
 
     data = data or inputs()
     fx = np.load(FIXTURES / f"{name}.npz")
-    versions = json.loads((FIXTURES / "versions.json").read_text())
+    env = ORACLES.get(name, {}).get("env", "")
+    versions = json.loads((FIXTURES / f"versions{'-' + env if env else ''}.json").read_text())
     oracle = (f"golden: irgrid's own output ({GOLDEN[name]})" if name in GOLDEN
               else LIBRARY[ORACLES[name]["library"]].format(**versions))
     if name in ORACLES and ORACLES[name]["library"] == "splade":

@@ -4,17 +4,21 @@ What it does, in order (each step can run alone: `python tests/oracles/make_orac
 1. `venv`: the reference environment `.cache/oracle-venv`, built from the release's own version pins
    (`requirements/requirements_new.txt@0ed0bf9` of GitHub valentinsvelev/retriever-evaluation: transformers 4.57.1,
    sentence-transformers 5.1.2, FlagEmbedding 1.3.5, tokenizers 0.22.1, peft 0.17.1, numpy 2.2.0), with torch 2.13.0
-   (CPU) from constraints.txt in place of the release's 2.8.0.
+   (CPU) from constraints.txt in place of the release's 2.8.0, plus gritlm 1.0.2 (same file); and
+   `.cache/oracle-venv-llm` for LLM2Vec from `requirements/requirements_llm2vec.txt@0ed0bf9` (transformers 4.44.2,
+   tokenizers 0.19.0, llm2vec 0.2.3, peft 0.17.1). Both build from PyPI alone.
 2. `prepare` (this environment, irgrid importable): the inputs (`fixtures/inputs.json`: 20 SciFact test queries,
    three of them non-ASCII; ~50 probe documents: SciFact with titles, one with its title emptied, three title-less
    Vaswani documents, one longer than every entry's limit, non-ASCII ones; and a 300-document SciFact slice for the
    top-10 check), and, per entry, irgrid's own tiny random-weight checkpoint saved in the format the release's
    library loads (a sentence-transformers folder with its pooling, Dense, Normalize modules and prompts, or the
-   plain transformers folder FlagEmbedding and AutoModel read) plus the job: which library call, which arguments.
+   plain transformers folder FlagEmbedding and AutoModel read; for RepLLaMA and LLM2Vec the hub repositories the
+   release assembles at load: a base model and PEFT LoRA adapters whose merge gives irgrid's tiny weights) plus the
+   job: which library call, which arguments.
 3. `encode`: `release.py` in the reference environment makes the release's call per entry and writes
    `fixtures/<entry>.npz` (query vectors, probe-document vectors, the slice's top-10 per query and its scores).
 4. `golden`: entries whose release code is the checkpoint's own remote code (no pip library carries it: Jina v3,
-   GTE's NewModel, Nomic) get irgrid's own output on the tiny weights as a pinned golden fixture.
+   GTE's NewModel, Nomic, NV-Embed-v2) get irgrid's own output on the tiny weights as a pinned golden fixture.
 5. `table`: irgrid's `paper` profile against every fixture, written into docs/fidelity.md (between markers).
 
 The default test tier (tests/integration/test_oracles.py) compares irgrid with the stored fixtures; its heavy
@@ -36,9 +40,14 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 FIXTURES = HERE / "fixtures"
 VENV = Path(os.environ.get("IRGRID_ORACLE_VENV", ROOT / ".cache" / "oracle-venv"))
+# LLM2Vec's own reference environment (requirements/requirements_llm2vec.txt@0ed0bf9: llm2vec 0.2.3 pins
+# transformers <= 4.44.2)
+VENV_LLM = Path(os.environ.get("IRGRID_ORACLE_VENV_LLM", ROOT / ".cache" / "oracle-venv-llm"))
 WORK = Path(os.environ.get("IRGRID_ORACLE_WORK", ROOT / ".cache" / "oracles"))
 PINS = ["colbert-ai==0.2.22", "sentence-transformers==5.1.2", "transformers==4.57.1", "tokenizers==0.22.1", "FlagEmbedding==1.3.5",
-        "peft==0.17.1", "numpy==2.2.0", "safetensors==0.6.2", "accelerate==1.10.1"]
+        "peft==0.17.1", "numpy==2.2.0", "safetensors==0.6.2", "accelerate==1.10.1", "gritlm==1.0.2"]
+PINS_LLM = ["llm2vec==0.2.3", "transformers==4.44.2", "tokenizers==0.19.0", "peft==0.17.1", "accelerate==1.10.1",
+            "numpy==2.2.0", "safetensors==0.6.2", "sentence-transformers==5.1.1"]
 RELEASE = "valentinsvelev/retriever-evaluation@4bedb75"
 ENC = f"src/encoders/dense_encoder.py@{RELEASE.split('@')[1]}"
 
@@ -81,19 +90,23 @@ ORACLES: dict[str, dict[str, Any]] = {
             "pooling": "cls", "normalize": False},
     "dragon-plus": {"library": "hf-dual", "release_name": "facebook/dragon-plus-query-encoder", "dpr": False,
                     "pooling": "cls", "normalize": False},
+    "gritlm": {"library": "gritlm", "release_name": "GritLM/GritLM-7B",
+               "query_instruction": "Given a question, retrieve passages that answer the question:"},
+    "repllama": {"library": "peft", "release_name": "castorini/repllama-v1-7b-lora-passage",
+                 "query_instruction": "query: {}</s>", "doc_instruction": "passage: {}</s>"},
+    "llm2vec": {"library": "llm2vec", "release_name": "McGill-NLP/LLM2Vec-Meta-Llama-31-8B-Instruct-mntp",
+                "query_instruction": "Given a web search query, retrieve relevant passages that answer the query:",
+                "env": "llm2vec"},
     "splade-v3": {"library": "splade", "release_name": "naver/splade-v3"},
     "colbertv2": {"library": "colbert", "release_name": "colbert-ir/colbertv2.0"},
 }
 # remote-code checkpoints: no pip library holds the release's model code; irgrid's own output is pinned
 GOLDEN = {"jina-embeddings-v3": "checkpoint remote code (XLMRobertaLoRA, task= adapters)",
           "gte-large-v1.5": "checkpoint remote code (NewModel)",
-          "nomic-embed-v1.5": "checkpoint remote code (NomicBertModel)"}
+          "nomic-embed-v1.5": "checkpoint remote code (NomicBertModel)",
+          "nv-embed-v2": "checkpoint remote code (NVEmbedModel: bidirectional Mistral, latent attention)"}
 # paper entries without an oracle in this round, and why (docs/fidelity.md lists them in the table)
 UNCOVERED = {
-    "llm2vec": "llm2vec 0.2.3 pins transformers <= 4.44.2: needs its own reference environment (not built yet)",
-    "gritlm": "gritlm 1.0.2 (GritLM(mode='embedding')): reference environment not extended to it yet",
-    "repllama": "PEFT merge over Llama-2 (the release's peft_biencoder path): not built yet",
-    "nv-embed-v2": "the checkpoint's remote code (NVEmbedModel.encode) is the release's call; no pip library holds it",
     "bm25": "Lucene BM25: checked against Pyserini's published 2CR figure instead (Checked numbers below)",
     "doct5query": "T5 generation with sampling (do_sample, top_k 10): no deterministic oracle here",
     "query2doc": "Qwen2.5-7B generation with sampling: no deterministic oracle here",
@@ -102,7 +115,11 @@ UNCOVERED = {
     "sparta": "the release's own src/models/sparta.py (not a pip library): not re-stated yet",
     "deepct": "the release's token-regression rewrite (_deepct_worker): not re-stated yet",
 }
-LIBRARY = {"flag": "FlagEmbedding {FlagEmbedding} FlagModel.encode",
+LIBRARY = {"gritlm": "gritlm {gritlm} GritLM(mode='embedding').encode (transformers {transformers})",
+           "peft": "peft {peft} PeftModel merge over the base (transformers {transformers}, last token)",
+           "llm2vec": "transformers {transformers} + peft {peft} (llm2vec {llm2vec}'s bidirectional Llama), MNTP "
+                      "repository + supervised adapter merged at load",
+           "flag": "FlagEmbedding {FlagEmbedding} FlagModel.encode",
            "st": "sentence-transformers {sentence-transformers} encode",
            "hf": "transformers {transformers} AutoModel (release pooling)",
            "hf-dual": "transformers {transformers} (release dual encoder)",
@@ -111,15 +128,16 @@ LIBRARY = {"flag": "FlagEmbedding {FlagEmbedding} FlagModel.encode",
 
 
 # -- step 1 -----------------------------------------------------------------------------------------------------
-def build_venv() -> Path:
-    """The reference environment, from nothing; torch from the project's constraints (the CPU wheel on disk)."""
-    py = VENV / "bin" / "python"
+def build_venv(venv: Path | None = None, pins: list[str] | None = None) -> Path:
+    """A reference environment, from nothing; torch from the project's constraints (the CPU wheel on disk)."""
+    venv, pins = venv or VENV, pins or PINS
+    py = venv / "bin" / "python"
     constraints = ROOT / "constraints.txt"
     if not py.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = [str(py), "-m", "pip", "install", "-q", "-c", str(constraints)]
     subprocess.run([*pip, "torch==2.13.0"], check=True)
-    subprocess.run([*pip, *PINS], check=True)
+    subprocess.run([*pip, *pins], check=True)
     return py
 
 
@@ -199,6 +217,7 @@ def _st_folder(tiny: Path, out: Path, cfg: dict[str, Any]) -> None:
                             "type": "sentence_transformers.models.Normalize"})
     (out / "modules.json").write_text(json.dumps(modules, indent=1))
     _patch_tokenizer(out)
+    _tokenizer_as_irgrid_reads_it(out)
     (out / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": cfg["max_seq"],
                                                                "do_lower_case": False}))
     (out / "config_sentence_transformers.json").write_text(json.dumps({
@@ -215,6 +234,26 @@ def _patch_tokenizer(folder: Path) -> None:
     cfg = json.loads(path.read_text())
     cfg["model_input_names"] = ["input_ids", "attention_mask"]
     path.write_text(json.dumps(cfg, indent=1))
+
+
+# model types whose tokenizer class transformers 5 takes from its own mapping, whatever tokenizer_config.json names
+# (MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS): a tiny folder's shared BERT tokenizer becomes Qwen2Tokenizer in
+# irgrid's environment, while 4.57.1 follows tokenizer_config.json (WordPiece)
+RETYPED_TOKENIZERS = ("qwen2",)
+
+
+def _tokenizer_as_irgrid_reads_it(folder: Path) -> None:
+    """Tiny stand-ins only: the folder's tokenizer saved as irgrid's transformers loads it, so that the reference
+    environment (transformers 4.57.1) tokenizes to the same ids (checked: identical ids on the probe texts). Real
+    checkpoints carry their own tokenizer, which both versions read alike."""
+    if json.loads((folder / "config.json").read_text()).get("model_type") not in RETYPED_TOKENIZERS:
+        return
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(folder)
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+        (folder / name).unlink(missing_ok=True)
+    tok.save_pretrained(folder)
 
 
 def _copy(tiny: Path, out: Path) -> Path:
@@ -240,6 +279,81 @@ def _tiny_folder(name: str, side: str) -> Path:
     return Path(resolve(spec.model(side).as_tiny()).location)
 
 
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def _lora(weights: dict[str, Any], seed: int, r: int = 4, alpha: int = 8) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A random LoRA adapter over every linear layer of a tiny decoder, in PEFT's saved layout (keys
+    'base_model.model.<module>.lora_A/B.weight' over a bare decoder model), and each layer's merged delta."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    adapter, delta = {}, {}
+    for key, w in weights.items():
+        module = key.removesuffix(".weight")
+        if not key.endswith(".weight") or module.rsplit(".", 1)[-1] not in LORA_TARGETS:
+            continue
+        a = torch.randn(r, w.shape[1], generator=gen) * 0.05
+        b = torch.randn(w.shape[0], r, generator=gen) * 0.05
+        adapter[f"base_model.model.{module}.lora_A.weight"] = a.contiguous()
+        adapter[f"base_model.model.{module}.lora_B.weight"] = b.contiguous()
+        delta[key] = (alpha / r) * (b @ a)
+    return adapter, delta
+
+
+def _save_adapter(folder: Path, adapter: dict[str, Any], base: str, r: int = 4, alpha: int = 8) -> None:
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file(adapter, str(folder / "adapter_model.safetensors"), metadata={"format": "pt"})
+    (folder / "adapter_config.json").write_text(json.dumps({
+        "peft_type": "LORA", "task_type": "FEATURE_EXTRACTION", "base_model_name_or_path": base, "r": r,
+        "lora_alpha": alpha, "lora_dropout": 0.0, "bias": "none", "target_modules": list(LORA_TARGETS),
+        "fan_in_fan_out": False, "inference_mode": True}, indent=1))
+
+
+def _base_and_adapters(tiny: Path, out: Path, merged: list[str], extra: list[str] = ()) -> dict[str, Path]:
+    """irgrid's tiny merged checkpoint W split as the release's hub repositories hold it: a base folder with
+    W - (the merged adapters' deltas), and one PEFT adapter folder per name (`merged`: their deltas are what the
+    release's load merges back; `extra`: adapters the release's calls are not expected to apply, random too, so
+    that applying one shows as a difference)."""
+    from safetensors.torch import load_file, save_file
+
+    if out.exists():
+        shutil.rmtree(out)
+    weights = load_file(str(tiny / "model.safetensors"))
+    base = _copy(tiny, out / "base")
+    folders = {"base": base}
+    for i, name in enumerate([*merged, *extra]):
+        adapter, delta = _lora(weights, seed=1000 + i)
+        if name in merged:
+            weights = {k: v - delta.get(k, 0) for k, v in weights.items()}
+        folders[name] = out / name
+        _save_adapter(out / name, adapter, str(base))
+    save_file({k: v.contiguous() for k, v in weights.items()}, str(base / "model.safetensors"),
+              metadata={"format": "pt"})
+    return folders
+
+
+def _llm2vec_repos(tiny: Path, out: Path) -> dict[str, str]:
+    """The MNTP repository as the hub holds it (its config with an auto_map to the bidirectional Llama encoder, the
+    tokenizer, and the MNTP LoRA adapter over the base model), the supervised adapter, and the base model. The
+    checkpoint's remote modeling file is stood in for by a module re-exporting llm2vec 0.2.3's LlamaBiModel (the
+    same bidirectional Llama, from the pip library). The supervised delta is taken out of the base, the MNTP one
+    is not: equal vectors mean the release's calls merged the supervised adapter alone (see docs/fidelity.md)."""
+    f = _base_and_adapters(tiny, out, merged=["supervised"], extra=["mntp"])
+    shim = "from llm2vec.models.bidirectional_llama import LlamaBiModel\n\n\nclass LlamaEncoderModel(LlamaBiModel):\n    pass\n"
+    for folder in (f["mntp"], f["base"]):
+        (folder / "modeling_llama_encoder.py").write_text(shim)
+    config = json.loads((tiny / "config.json").read_text())
+    config["auto_map"] = {"AutoModel": "modeling_llama_encoder.LlamaEncoderModel"}
+    (f["mntp"] / "config.json").write_text(json.dumps(config, indent=1))
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+        if (f["base"] / name).exists():
+            shutil.copyfile(f["base"] / name, f["mntp"] / name)
+    return {"mntp": str(f["mntp"]), "supervised": str(f["supervised"])}
+
+
 def prepare() -> Path:
     """Inputs from the staged collections into the fixtures, then the jobs."""
     data = inputs()
@@ -262,7 +376,12 @@ def prepare_jobs(data: dict[str, Any]) -> Path:
     jobs: dict[str, Any] = {"_inputs": data}
     for name, cfg in ORACLES.items():
         job = {k: v for k, v in cfg.items() if k not in ("modules", "max_seq", "prompts")}
-        if cfg["library"] == "st":
+        if cfg["library"] == "peft":
+            f = _base_and_adapters(_tiny_folder(name, "q"), WORK / "models" / name, merged=["adapter"])
+            job.update(adapter=str(f["adapter"]), tokenizer=str(f["base"]))
+        elif cfg["library"] == "llm2vec":
+            job.update(_llm2vec_repos(_tiny_folder(name, "q"), WORK / "models" / name))
+        elif cfg["library"] == "st":
             folder = WORK / "models" / name
             _st_folder(_tiny_folder(name, "q"), folder, cfg)
             job["folder"] = str(folder)
@@ -282,16 +401,23 @@ def prepare_jobs(data: dict[str, Any]) -> Path:
 
 # -- step 3 -----------------------------------------------------------------------------------------------------
 def encode(jobs: Path, out: Path = FIXTURES, only: list[str] | None = None) -> None:
-    py = VENV / "bin" / "python"
-    if not py.exists():
-        raise SystemExit(f"no reference environment at {VENV}: run `make oracles` (or this script's `venv` step)")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", CUDA_VISIBLE_DEVICES="")
-    subprocess.run([str(py), str(HERE / "release.py"), str(jobs), str(out), *(only or [])], check=True, env=env)
+    """The release's calls per entry, each in its reference environment (LLM2Vec's own, the others the main one)."""
+    for venv, label in ((VENV, ""), (VENV_LLM, "llm2vec")):
+        names = [n for n, cfg in ORACLES.items() if cfg.get("env", "") == label and (not only or n in only)]
+        if not names:
+            continue
+        py = venv / "bin" / "python"
+        if not py.exists():
+            raise SystemExit(f"no reference environment at {venv}: run `make oracles` (or this script's `venv` "
+                             "step)")
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", CUDA_VISIBLE_DEVICES="",
+                   IRGRID_ORACLE_ENV=label)
+        subprocess.run([str(py), str(HERE / "release.py"), str(jobs), str(out), *names], check=True, env=env)
 
 
 # -- step 4 -----------------------------------------------------------------------------------------------------
-def golden() -> None:
+def golden(only: list[str] | None = None) -> None:
     import numpy as np
     from irgrid_side import encode_entry, top10_of
     from irgrid_side import inputs as inputs_of
@@ -299,6 +425,8 @@ def golden() -> None:
     os.environ["IRGRID_TINY_MODELS"] = "1"
     data = inputs_of()
     for name in GOLDEN:
+        if only and name not in only:
+            continue
         q, d, s = encode_entry(name, data)
         top, scores = top10_of(q, s)
         np.savez_compressed(FIXTURES / f"{name}.npz", q=q, d=d, top10=top, top10_scores=scores)
@@ -333,12 +461,13 @@ def main(argv: list[str] | None = None) -> None:
     sys.path.insert(0, str(HERE))
     if args.step in ("all", "venv"):
         build_venv()
+        build_venv(VENV_LLM, PINS_LLM)
     if args.step in ("all", "prepare"):
         prepare()
     if args.step in ("all", "encode"):
         encode(WORK / "jobs.json", FIXTURES, args.only)
     if args.step in ("all", "golden"):
-        golden()
+        golden(args.only)
     if args.step in ("all", "table"):
         table()
 

@@ -13,6 +13,7 @@ Run as `python release.py JOBS.json OUT_DIR` with the reference environment's in
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -216,7 +217,92 @@ def colbert(job: dict[str, Any]) -> dict[str, np.ndarray]:
     return {"q": q, "d_flat": flat.float().numpy(), "d_lens": np.asarray(lens, dtype=np.int32)}
 
 
-HANDLERS = {"flag": flag, "st": st, "hf": hf, "hf-dual": hf_dual, "splade": splade, "colbert": colbert}
+# -- decoders with their own loading: GritLM (gritlm), RepLLaMA (PEFT merge), LLM2Vec (its own environment) --------
+def _stripped(docs: list[dict[str, Any]]) -> list[str]:
+    """src/models/{llm2vec,gritlm}.py run(): f"{doc.get('title', '')} {doc.get('text', '')}".strip() over the
+    DataHandler's records (a title-less corpus gives title None, hence 'None ...')."""
+    return [f"{d.get('title', None)} {d.get('text', '')}".strip() for d in docs]
+
+
+def gritlm(job: dict[str, Any]) -> dict[str, np.ndarray]:
+    """src/models/gritlm.py: GritLM(name, mode='embedding', torch_dtype=float16) (fp32 here, on the CPU), then
+    model.encode(texts, instruction=_gritlm_instruction(...), batch_size=8) at the library's defaults (max_length
+    512, mean pooling without the instruction's tokens, bidirectional 'bbcc', normalized); queries
+    '<|user|>\n{instruction}\n<|embed|>\n', documents '<|embed|>\n' (their instruction is '')."""
+    import torch
+    from gritlm import GritLM
+
+    model = GritLM(job["folder"], mode="embedding", torch_dtype=torch.float32, device="cpu")
+    model.model.config.use_cache = False
+    qi = f"<|user|>\n{job['query_instruction']}\n<|embed|>\n"
+
+    def enc(texts: list[str], instruction: str) -> np.ndarray:
+        return np.asarray(model.encode(texts, instruction=instruction, batch_size=8), dtype=np.float32)
+    return {"q": enc(job["queries"], qi), "d": enc(_stripped(job["docs"]), "<|embed|>\n"),
+            "s": enc(_stripped(job["slice"]), "<|embed|>\n")}
+
+
+def peft_biencoder(job: dict[str, Any]) -> dict[str, np.ndarray]:
+    """dense_encoder.py _load_peft_biencoder(): PeftConfig -> the base's AutoModel (float16 there; fp32 here),
+    PeftModel.from_pretrained(base, adapter).merge_and_unload(); the tokenizer (Llama-2's there, the stand-in's
+    here) with pad = eos only if it has none; encode(): batches of 8, the models.py templates 'query: {}</s>' /
+    'passage: {}</s>', tokenizer(max_length=1024), last_token pooling (attended tokens - 1), L2 normalised;
+    documents f'{title} {text}'."""
+    import torch
+    from peft import PeftConfig, PeftModel
+    from transformers import AutoModel, AutoTokenizer
+
+    cfg = PeftConfig.from_pretrained(job["adapter"])
+    base = AutoModel.from_pretrained(cfg.base_model_name_or_path, torch_dtype=torch.float32, low_cpu_mem_usage=True)
+    tok = AutoTokenizer.from_pretrained(job["tokenizer"])
+    if tok.pad_token is None and tok.eos_token is not None:
+        tok.pad_token, tok.padding_side = tok.eos_token, "right"
+    model = PeftModel.from_pretrained(base, job["adapter"]).merge_and_unload().eval()
+
+    def enc(texts: list[str]) -> np.ndarray:
+        out = []
+        for i in range(0, len(texts), 8):
+            inputs = tok(texts[i:i + 8], return_tensors="pt", padding=True, truncation=True, max_length=1024)
+            with torch.no_grad():
+                e = _pool(model(**inputs).last_hidden_state, inputs["attention_mask"], "last_token", None, False)
+            out.append(torch.nn.functional.normalize(e, p=2, dim=1).float().numpy())
+        return np.concatenate(out).astype(np.float32)
+    return {"q": enc(_instruct(job["queries"], job["query_instruction"])),
+            "d": enc(_instruct(_titled(job["docs"]), job["doc_instruction"])),
+            "s": enc(_instruct(_titled(job["slice"]), job["doc_instruction"]))}
+
+
+def llm2vec(job: dict[str, Any]) -> dict[str, np.ndarray]:
+    """src/models/llm2vec.py (its own environment: transformers 4.44.2, peft 0.17.1, llm2vec 0.2.3): AutoTokenizer
+    and AutoConfig of the MNTP repository (trust_remote_code), AutoModel.from_pretrained(MNTP repository, config=...,
+    trust_remote_code=True; bfloat16 there, fp32 here), then PeftModel.from_pretrained(model, supervised adapter)
+    .merge_and_unload(); encode(): queries as [instruction, text] pairs to the tokenizer, documents plain, batches
+    of 16, max_length 512, mean over the whole attention mask, L2 normalised."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(job["mntp"], trust_remote_code=True, use_fast=True)
+    config = AutoConfig.from_pretrained(job["mntp"], trust_remote_code=True)
+    base = AutoModel.from_pretrained(job["mntp"], config=config, trust_remote_code=True, torch_dtype=torch.float32,
+                                     low_cpu_mem_usage=True)
+    model = PeftModel.from_pretrained(base, job["supervised"]).merge_and_unload().eval()
+
+    def enc(payload: list[Any]) -> np.ndarray:
+        out = []
+        for i in range(0, len(payload), 16):
+            inputs = tok(payload[i:i + 16], padding=True, truncation=True, max_length=512, return_tensors="pt")
+            with torch.no_grad():
+                e = _pool(model(**inputs).last_hidden_state, inputs["attention_mask"], "mean", None, False)
+            out.append(e)
+        return torch.nn.functional.normalize(torch.cat(out), p=2, dim=1).float().numpy()
+    qi = job["query_instruction"]
+    q = [qi.format(t) for t in job["queries"]] if "{}" in qi else [[qi, t] for t in job["queries"]]
+    return {"q": enc(q), "d": enc(_stripped(job["docs"])), "s": enc(_stripped(job["slice"]))}
+
+
+HANDLERS = {"flag": flag, "st": st, "hf": hf, "hf-dual": hf_dual, "splade": splade, "colbert": colbert,
+            "gritlm": gritlm, "peft": peft_biencoder, "llm2vec": llm2vec}
 
 
 def versions() -> dict[str, str]:
@@ -224,7 +310,7 @@ def versions() -> dict[str, str]:
 
     out = {}
     for pkg in ("torch", "transformers", "sentence-transformers", "FlagEmbedding", "tokenizers", "peft",
-                "colbert-ai"):
+                "colbert-ai", "gritlm", "llm2vec"):
         try:
             out[pkg] = md.version(pkg)
         except md.PackageNotFoundError:
@@ -249,7 +335,9 @@ def main(jobs_file: str, out_dir: str, only: list[str]) -> None:
         top, scores = top10(vecs["q"], vecs.pop("s"))
         np.savez_compressed(out / f"{name}.npz", q=vecs["q"], d=vecs["d"], top10=top, top10_scores=scores)
         print(f"{name}: q {vecs['q'].shape} d {vecs['d'].shape}", flush=True)
-    (out / "versions.json").write_text(json.dumps(versions(), indent=1))
+    # one file per reference environment (LLM2Vec's has its own transformers): IRGRID_ORACLE_ENV names it
+    env = os.environ.get("IRGRID_ORACLE_ENV", "")
+    (out / f"versions{'-' + env if env else ''}.json").write_text(json.dumps(versions(), indent=1))
 
 
 if __name__ == "__main__":

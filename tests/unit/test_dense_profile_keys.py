@@ -80,3 +80,21 @@ def test_every_declared_checkpoint_layout_has_one_loader():
     from irgrid.dense.spec import LOADERS
 
     assert set(CHECKPOINT_LOADERS) == set(LOADERS)
+
+
+def test_kalm_paper_profile_runs_the_backbone_causally_and_leaves_card_keys_alone():
+    """The release's plain SentenceTransformer load of KaLM's qwen2 folder is causal (transformers 4.57.1): the
+    paper profile sets `bidirectional: false`; the card keeps the entry's bidirectional backbone and, the option
+    being at its late default there, no key of the card changes."""
+    from irgrid.core.profiles import keyed
+    from irgrid.core.retrievers import EntryError
+
+    entry = RETRIEVERS.get("kalm-embedding-v2.5")
+    paper, card = entry.with_profile("paper"), entry.with_profile("card")
+    assert spec_of(paper).bidirectional is False and spec_of(card).bidirectional is True
+    assert "bidirectional" not in keyed(card.keyed_options()) and keyed(paper.keyed_options())["bidirectional"] is False
+    assert paper.index.key() != card.index.key()  # the document vectors differ, so does the index
+    restored = paper.with_options(bidirectional=True)
+    assert spec_of(restored).bidirectional is True and restored.index.key() != paper.index.key()
+    with pytest.raises(EntryError, match="bidirectional is False, True or 'own'"):
+        entry.with_options(bidirectional="sideways")

@@ -96,7 +96,10 @@ QUIRKS: dict[str, Quirk] = {q.name: q for q in (
           "always scores in fp32)"),
 )}
 # Options added after cache keys were pinned that are not quirks: their value here stays out of every key too
-LATE_DEFAULTS: dict[str, Any] = {"keep_empty_title": False, "doc_max_length": None, "st_default_prompt": False}
+# (`bidirectional`: an entry's own attention, True for the bidirectional decoders; the spec's side configuration
+# carries it into the index and query keys whatever its value, so a causal setting still changes those)
+LATE_DEFAULTS: dict[str, Any] = {"keep_empty_title": False, "doc_max_length": None, "st_default_prompt": False,
+                                 "bidirectional": True}
 
 
 def keyed(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -43,7 +43,8 @@ FLAT = (("title", "text"), " ")  # (doc_fields, doc_sep) of the flat documents `
 SPEC_OPTIONS = ("query_template", "doc_template", "query_max_length", "doc_max_length", "doc_fields", "doc_sep",
                 "doc_empty", "none_title", "keep_empty_title", "st_default_prompt",
                 "query_pair", "query_length_rule", "pooling", "normalize", "similarity", "pool_prompt", "append_eos",
-                "dtype", "loader", "adapters", "truncate_dim", "prompt_mask_specials", "left_pad_last_token")
+                "dtype", "loader", "adapters", "truncate_dim", "prompt_mask_specials", "left_pad_last_token",
+                "bidirectional")
 
 
 _TUPLE_FIELDS = ("doc_fields", "query_length_rule", "adapters", "allow_missing", "allow_unexpected")
