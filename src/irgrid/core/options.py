@@ -104,6 +104,8 @@ KNOBS: dict[str, Option] = {
                           "NV-Embed do)", bool),
     "prompt_mask_specials": Option("with pool_prompt False, the leading special tokens (BOS) are excluded with "
                                    "the instruction", bool),
+    "bidirectional": Option("attention of a decoder backbone: True bidirectional, False causal, 'own' the "
+                            "checkpoint's own masks (Gemma 3's sliding window)", None),
     "append_eos": Option("last-token pooling reads an end-of-text token appended after truncation", bool),
     "left_pad_last_token": Option(_QUIRK + "pad left in batches of this size and pool at the last attended "
                                   "position (the vectors then depend on the batch)", int, 1,
