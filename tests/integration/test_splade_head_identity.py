@@ -97,8 +97,7 @@ def test_run_on_a_slice_identical(splade, docs, tmp_path):
     texts = [d["text"] for d in docs]
     old_toks = reference_to_toks(reference_max_first(splade, texts, 64, 100.0), reverse, True, "trunc", None)
     new_toks = MaxFirstSpladeEncoder(splade, "d", batch_size=64)(pd.DataFrame(docs))["toks"].tolist()
-    queries = pd.DataFrame(itertools.islice(get("beir/scifact/test").queries(), 40))[["qid", "text"]] \
-        .rename(columns={"text": "query"})
+    queries = get("beir/scifact/test").topics().head(40)[["qid", "query"]]
     old_queries = queries.assign(query_toks=reference_to_toks(
         reference_max_first(splade, queries["query"].tolist(), 64, 100.0), reverse, False, "trunc", None))
     new_queries = MaxFirstSpladeEncoder(splade, "q", batch_size=64, scale=100.0)(queries)
