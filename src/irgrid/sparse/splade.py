@@ -48,9 +48,11 @@ def _head_input(model, enc) -> torch.Tensor | None:
 
 
 # MKL's sgemm takes another kernel for a handful of rows (on 2 threads: fewer than 12), whose float rounding
-# differs; the per-text head is given at least this many rows (a text's own, then padding rows it ignores) so
-# that every row is computed as in the [batch x tokens] product (tests/integration/test_splade_head_identity.py)
+# differs; the head is never given fewer rows than this, so every row is computed as in the [batch x tokens]
+# product (tests/integration/test_splade_head_identity.py)
 MIN_HEAD_ROWS = 16
+# rows of attended positions per vocabulary-head product: whole texts, at least this many (short texts share one)
+SLAB_ROWS = 256
 
 
 def _full_logits_max(model, enc, mask: torch.Tensor) -> torch.Tensor:
@@ -59,42 +61,57 @@ def _full_logits_max(model, enc, mask: torch.Tensor) -> torch.Tensor:
     return logits.amax(dim=1)
 
 
-def _pooled_batch(model, enc, buffer: list[torch.Tensor]) -> torch.Tensor:
+def _pooled_batch(model, enc, buffer: list[torch.Tensor], per_text_head: bool = True) -> torch.Tensor:
     """[batch, vocab] max over each text's attended positions of its MLM logits (bias included).
 
-    On CPU the vocabulary head is applied per text to its attended positions (at least MIN_HEAD_ROWS rows), into
-    one reused [tokens, vocab] buffer, and the bias is added once after the max (rounding is monotone, so
-    max(x) + b == max(x + b) exactly): no [batch, tokens, vocab] tensor (2 GB at batch 64, length 256) is
-    allocated, page-faulted, masked and scanned. The result is bit-identical to the full logits' (tested). Other
-    devices, left padding, very short batches and heads that are not a plain Linear take the full logits."""
+    On CPU the vocabulary head is applied to the attended positions only, packed text after text into slabs of
+    whole texts (>= SLAB_ROWS rows, at least MIN_HEAD_ROWS) in one reused [rows, vocab] buffer, each text's rows
+    max-pooled from it, and the bias added once after the max (rounding is monotone, so max(x) + b == max(x + b)
+    exactly): no [batch, tokens, vocab] tensor (2 GB at batch 64, length 256) is allocated, page-faulted,
+    masked and scanned. The result is bit-identical to the full logits' (tested). Other devices, batches of
+    fewer than MIN_HEAD_ROWS positions and heads that are not a plain Linear take the full logits."""
     mask = enc["attention_mask"].bool()
-    width = mask.shape[1]
-    if mask.device.type != "cpu" or width < MIN_HEAD_ROWS:
-        return _full_logits_max(model, enc, mask)
-    counts = mask.sum(dim=1)
-    # right padding (BERT's tokenizers): a text's positions are its first n rows
-    if not bool((mask == (torch.arange(width) < counts.unsqueeze(1))).all()):
+    counts = mask.sum(dim=1).tolist()
+    if not per_text_head or mask.device.type != "cpu" or sum(counts) < MIN_HEAD_ROWS:
         return _full_logits_max(model, enc, mask)
     hidden = _head_input(model, enc)
     if hidden is None:
         return _full_logits_max(model, enc, mask)
     decoder = model.get_output_embeddings()
     weight_t = decoder.weight.t()
-    out = torch.empty(hidden.shape[0], weight_t.shape[1], dtype=hidden.dtype)
-    if not buffer or buffer[0].shape[0] < width or buffer[0].dtype != hidden.dtype:
-        buffer[:] = [torch.empty(width, weight_t.shape[1], dtype=hidden.dtype)]
-    for i, n in enumerate(counts.tolist()):
-        rows = max(n, MIN_HEAD_ROWS)
-        logits = torch.mm(hidden[i, :rows], weight_t, out=buffer[0][:rows])
-        torch.amax(logits[:n], dim=0, out=out[i])
+    packed = hidden[mask]  # [positions, hidden], text after text
+    offsets = [0]
+    for n in counts:
+        offsets.append(offsets[-1] + n)
+    slabs, first = [], 0  # [first text, last text + 1)
+    for t in range(len(counts)):
+        if offsets[t + 1] - offsets[first] >= SLAB_ROWS:
+            slabs.append((first, t + 1))
+            first = t + 1
+    if first < len(counts):
+        if slabs and offsets[-1] - offsets[first] < MIN_HEAD_ROWS:
+            slabs[-1] = (slabs[-1][0], len(counts))
+        else:
+            slabs.append((first, len(counts)))
+    need = max(offsets[end] - offsets[start] for start, end in slabs)
+    if not buffer or buffer[0].shape[0] < need or buffer[0].dtype != hidden.dtype:
+        buffer[:] = [torch.empty(need, weight_t.shape[1], dtype=hidden.dtype)]
+    out = torch.empty(len(counts), weight_t.shape[1], dtype=hidden.dtype)
+    for start, end in slabs:
+        base = offsets[start]
+        logits = torch.mm(packed[base: offsets[end]], weight_t, out=buffer[0][: offsets[end] - base])
+        for t in range(start, end):
+            torch.amax(logits[offsets[t] - base: offsets[t + 1] - base], dim=0, out=out[t])
     if decoder.bias is not None:
         out.add_(decoder.bias)
     return out
 
 
-def iter_max_first(splade, texts: list[str], batch_size: int, scale: float) -> Iterator[tuple[list[int], torch.Tensor]]:
+def iter_max_first(splade, texts: list[str], batch_size: int, scale: float,
+                   per_text_head: bool = True) -> Iterator[tuple[list[int], torch.Tensor]]:
     """(positions in `texts`, [len(positions), vocab] SPLADE max-pooled weights × `scale`) per batch; batches
-    are formed from length-sorted texts so padding is minimal."""
+    are formed from length-sorted texts so padding is minimal. `per_text_head=False`: the full logits, as
+    before issue 41 (benchmarks/encode.py compares the two)."""
     model, tokenizer = splade.model, splade.tokenizer
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     buffer: list[torch.Tensor] = []
@@ -103,15 +120,16 @@ def iter_max_first(splade, texts: list[str], batch_size: int, scale: float) -> I
             idx = order[start: start + batch_size]
             enc = tokenizer([texts[i] for i in idx], add_special_tokens=True, padding="longest", truncation=True,
                             max_length=splade.max_length, return_tensors="pt").to(splade.device)
-            pooled = _pooled_batch(model, enc, buffer)
+            pooled = _pooled_batch(model, enc, buffer, per_text_head)
             yield idx, (torch.log1p(torch.relu(pooled)) * scale).float().cpu()
             advance(len(idx))  # an index build's bar moves per batch (nothing at query time)
 
 
-def encode_max_first(splade, texts: list[str], batch_size: int, scale: float) -> torch.Tensor:
+def encode_max_first(splade, texts: list[str], batch_size: int, scale: float,
+                     per_text_head: bool = True) -> torch.Tensor:
     """[len(texts), vocab] SPLADE max-pooled weights, multiplied by `scale`."""
     out = torch.zeros(len(texts), splade.model.config.vocab_size)
-    for idx, pooled in iter_max_first(splade, texts, batch_size, scale):
+    for idx, pooled in iter_max_first(splade, texts, batch_size, scale, per_text_head):
         out[idx] = pooled
     return out
 
