@@ -70,13 +70,17 @@ declare("jinaai/jina-embeddings-v3",
               paper_batch=32,  # the Jina branch passes no batch size: the remote encode's default, 32
               transformers="release: 4.57.1; remote XLMRobertaLoRA (task adapters via adapter_mask)",
               licence="cc-by-nc-4.0", note="flash-attn optional (the remote code falls back to torch attention)"))
+# GTE and Nomic: their remote code, run on irgrid's tiny weights, equals irgrid's paper profile under transformers
+# 4.57.1 but does not run under transformers 5.25 (docs/fidelity.md, measured on public copies of the code)
 declare("Alibaba-NLP/gte-large-en-v1.5",
-        Needs(434e6, 1024, 24, remote_code=("Alibaba-NLP/new-impl",), transformers="release: 4.57.1; remote NewModel",
-              paper_batch=GENERIC,
+        Needs(434e6, 1024, 24, remote_code=("Alibaba-NLP/new-impl",), paper_batch=GENERIC,
+              transformers="release: 4.57.1; remote NewModel, which fails under transformers 5.25 (position_ids "
+                           "and RoPE buffers left uninitialised by the meta-device load)",
               licence="apache-2.0"))
 declare("nomic-ai/nomic-embed-text-v1.5",
         Needs(137e6, 768, 12, remote_code=("nomic-ai/nomic-bert-2048",), packages=("einops",), paper_batch=GENERIC,
-              transformers="release: 4.57.1; remote NomicBertModel", licence="apache-2.0"))
+              transformers="release: 4.57.1; remote NomicBertModel, which fails under transformers 5.25 "
+                           "(calls get_extended_attention_mask, removed in 5)", licence="apache-2.0"))
 
 # 7-8B decoders, bf16/fp16: a GPU of >= 24 GB per replica, or sharded (never quantised)
 declare("McGill-NLP/LLM2Vec-Meta-Llama-31-8B-Instruct-mntp",
