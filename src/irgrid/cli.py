@@ -526,6 +526,9 @@ def cmd_audit(args) -> int:
         print(f"irgrid: error: --batch-sizes takes whole numbers separated by commas (e.g. 1,32,256), got "
               f"{args.batch_sizes!r}", file=sys.stderr)
         return 2
+    if any(b < 1 for b in sizes):
+        print(f"irgrid: error: --batch-sizes takes whole numbers >= 1, got {args.batch_sizes!r}", file=sys.stderr)
+        return 2
     if args.score_bound < 0:
         print(f"irgrid: error: --score-bound must be >= 0, got {args.score_bound:g}", file=sys.stderr)
         return 2

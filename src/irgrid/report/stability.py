@@ -174,6 +174,16 @@ def compare_runs(ref: pd.DataFrame, other: pd.DataFrame, top: int = TOP) -> dict
             "docs_changed": int((both["_merge"] != "both").sum()), "top10_flips": flips, "queries_flipped": queries}
 
 
+def judge(variant: Variant, diff: dict[str, Any], delta: float, ratio: float, score_bound: float) -> tuple[str, bool]:
+    """(the bound as text, whether the row keeps it): fp32 variants identical up to `score_bound` on scores, with
+    no flip, no changed document and no change of the measure; reduced precision within REDUCED_PRECISION_SE."""
+    if variant.exact:
+        ok = (diff["max_abs_dscore"] <= score_bound and diff["top10_flips"] == 0 and diff["docs_changed"] == 0
+              and delta == 0)
+        return f"|dscore|<={score_bound:g}, flips=0, changed=0, dmeasure=0", ok
+    return f"|dmeasure|<={REDUCED_PRECISION_SE:g} SE", abs(ratio) <= REDUCED_PRECISION_SE
+
+
 # -- the audit ------------------------------------------------------------------------------------------------------
 def select(spec: Any, cells: int | None = None, queries: int | None = None, seed: int = 0,
            names: Sequence[str] = ()) -> Any:
@@ -286,13 +296,7 @@ def audit(spec: Any, work: Path, batch_sizes: Sequence[int] = BATCH_SIZES, seed:
                 delta = means[d, s, measure] - value
                 cell_se = se.get((d, s, measure), math.nan)
                 ratio = delta / cell_se if cell_se else (0.0 if delta == 0 else math.inf)
-                if variant.exact:
-                    bound = f"|dscore|<={score_bound:g}, flips=0, dmeasure=0"
-                    ok = diff["max_abs_dscore"] <= score_bound and diff["top10_flips"] == 0 and delta == 0 \
-                        and diff["docs_changed"] == 0
-                else:
-                    bound = f"|dmeasure|<={REDUCED_PRECISION_SE:g} SE"
-                    ok = abs(ratio) <= REDUCED_PRECISION_SE
+                bound, ok = judge(variant, diff, delta, ratio, score_bound)
                 rows.append({"dataset": d, "system": s, "variant": variant.name, "what": variant.what, **diff,
                              "measure": measure, "reference": value, "delta": delta, "se": cell_se,
                              "delta_over_se": ratio, "bound": bound, "status": "ok" if ok else "EXCEEDS"})
