@@ -514,7 +514,6 @@ def cmd_audit(args) -> int:
     from pathlib import Path
 
     from irgrid.report import stability
-    from irgrid.runner.experiment import load
 
     if not args.stability:
         print("irgrid: error: name the audit to run: --stability (batch, order and cache invariance)",
@@ -532,10 +531,10 @@ def cmd_audit(args) -> int:
     if args.score_bound < 0:
         print(f"irgrid: error: --score-bound must be >= 0, got {args.score_bound:g}", file=sys.stderr)
         return 2
-    spec = load(args.experiment)
-    chosen = stability.select(spec, cells=args.cells, queries=args.queries, seed=args.seed, names=args.cell or ())
-    out = Path(args.out or f"{spec.name}-stability")
-    rows = stability.audit(chosen, out / "caches", batch_sizes=sizes, seed=args.seed, score_bound=args.score_bound,
+    plan = stability.Plan(str(args.experiment), args.cells, args.queries, args.seed, tuple(args.cell or ()))
+    chosen = plan.spec()  # every error in the choice of cells before any work
+    out = Path(args.out or f"{chosen.name}-stability")
+    rows = stability.audit(plan, out / "caches", batch_sizes=sizes, score_bound=args.score_bound,
                            n_resamples=args.bootstrap, keep=args.keep_caches)
     meta = {"experiment": str(args.experiment), "cells": [r.name for r in chosen.retrievers],
             "datasets": [d.name for d in chosen.datasets], "batch_sizes": list(sizes), "seed": args.seed,

@@ -233,8 +233,7 @@ def _runs(spec: Any, store: Any) -> dict[tuple[str, str], pd.DataFrame]:
 def _means(perq: pd.DataFrame) -> dict[tuple[str, str, str], float]:
     if not len(perq):
         return {}
-    name = "system" if "system" in perq.columns else "name"
-    return {k: float(v) for k, v in perq.groupby(["dataset", name, "measure"])["value"].mean().items()}
+    return {k: float(v) for k, v in perq.groupby(["dataset", "system", "measure"])["value"].mean().items()}
 
 
 def _grid(spec: Any, store: Any) -> Any:
@@ -247,12 +246,76 @@ def _grid(spec: Any, store: Any) -> Any:
     return result
 
 
-def audit(spec: Any, work: Path, batch_sizes: Sequence[int] = BATCH_SIZES, seed: int = 0, score_bound: float = 0.0,
+@dataclass(frozen=True)
+class Plan:
+    """What to audit, as the command line chose it: every computation rebuilds the cells from this in its own
+    process (entries hold closures, which do not pickle; the same seeds pick the same cells and queries)."""
+
+    experiment: str
+    cells: int | None = None
+    queries: int | None = None
+    seed: int = 0
+    names: tuple[str, ...] = ()
+
+    def spec(self) -> Any:
+        from irgrid.runner.experiment import load
+
+        return select(load(self.experiment), self.cells, self.queries, self.seed, self.names)
+
+
+def compute(plan: Plan, variant: Variant | None, cache: str, cell: str | None = None
+            ) -> tuple[dict[tuple[str, str], pd.DataFrame], pd.DataFrame]:
+    """One computation of the audit (the reference when `variant` is None) in the cache at `cache`: the stored
+    runs of its cells and their per-query values. Run in a fresh process by `audit`."""
+    from irgrid.store import Store
+
+    spec, store = plan.spec(), Store(cache)
+    if variant is None:
+        pass
+    elif variant.warm:  # the neural parts' indexes (cached already), then the cells' own runs recomputed
+        parts = {p.name: p for c in spec.retrievers for p in neural_parts(c) if p.index is not None}
+        _grid(dataclasses.replace(spec, retrievers=list(parts.values())), store)
+        for dataset in spec.datasets:
+            for c in spec.cells_on(dataset):
+                for path in (store.run_path(c, dataset), store.meta_path(c, dataset)):
+                    path.unlink(missing_ok=True)
+    elif variant.alone:
+        spec = dataclasses.replace(spec, retrievers=[c for c in spec.retrievers if c.name == cell])
+    elif variant.batch is not None:
+        spec = dataclasses.replace(spec, retrievers=[with_batch(c, variant.batch) for c in spec.retrievers
+                                                     if has_batch(c)])  # names unchanged
+    elif variant.shuffle:
+        spec = dataclasses.replace(spec, datasets=[shuffled(d, plan.seed) for d in spec.datasets])
+    else:
+        spec = dataclasses.replace(spec, retrievers=[with_dtype(c, str(variant.dtype)) for c in spec.retrievers])
+    result = _grid(spec, store)
+    perq = result.perquery
+    if len(perq) and "name" in perq.columns and "system" not in perq.columns:
+        perq = perq.rename(columns={"name": "system"})
+    return _runs(spec, store), perq
+
+
+def _isolated(plan: Plan, variant: Variant | None, cache: Path, cell: str | None = None) -> Any:
+    """`compute` in a fresh interpreter: each computation starts without loaded models or a JVM, and a native
+    crash in one (a JVM segfault was seen after several grids in one process) fails it by name."""
+    import concurrent.futures
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+        try:
+            return pool.submit(compute, plan, variant, str(cache), cell).result()
+        except concurrent.futures.process.BrokenProcessPool as e:
+            what = "the reference" if variant is None else f"variant {variant.name}"
+            raise StabilityError(f"{what} of the stability audit died in its process ({e}); rerun, or run that "
+                                 f"variant alone with -v to see why") from e
+
+
+def audit(plan: Plan, work: Path, batch_sizes: Sequence[int] = BATCH_SIZES, score_bound: float = 0.0,
           n_resamples: int = 1000, gpu: bool | None = None, keep: bool = False) -> pd.DataFrame:
-    """Run the audit of an already `select`ed experiment in `work` (one empty cache per variant, removed after
+    """The audit of `plan` in `work` (one empty cache per variant, each computed in its own process, removed after
     unless `keep`); the rows of COLUMNS."""
     from irgrid.report.stats import bootstrap_table
-    from irgrid.store import Store
 
     if gpu is None:
         from irgrid.models.devices import pick_device
@@ -261,31 +324,29 @@ def audit(spec: Any, work: Path, batch_sizes: Sequence[int] = BATCH_SIZES, seed:
     for b in batch_sizes:
         if isinstance(b, bool) or not isinstance(b, int) or b < 1:
             raise StabilityError(f"--batch-sizes takes whole numbers >= 1, got {b!r}")
+    spec = plan.spec()
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
     caches: list[Path] = []
 
-    def fresh(name: str) -> Any:
+    def fresh(name: str) -> Path:
         path = work / f"cache-{name}"
         if path.exists():
             shutil.rmtree(path)
         caches.append(path)
-        return Store(path)
+        return path
 
     log.info("stability audit: reference (%d cell(s) x %d dataset(s), empty cache)", len(spec.retrievers),
              len(spec.datasets))
-    ref_store = fresh("reference")
-    ref = _grid(spec, ref_store)
-    ref_runs, ref_means = _runs(spec, ref_store), _means(ref.perquery)
-    name_col = "system" if "system" in ref.perquery.columns else "name"
-    se = {(r.dataset, r.system, r.measure): r.se for r in
-          bootstrap_table(ref.perquery.rename(columns={name_col: "system"}), n_resamples, seed).itertuples()}
+    ref_cache = fresh("reference")
+    ref_runs, ref_perq = _isolated(plan, None, ref_cache)
+    ref_means = _means(ref_perq)
+    se = {(r.dataset, r.system, r.measure): r.se for r in bootstrap_table(ref_perq, n_resamples, plan.seed).itertuples()}
     rows: list[dict[str, Any]] = []
 
-    def record(variant: Variant, runs: dict, means: dict, cells: Sequence[str] | None = None) -> None:
+    def record(variant: Variant, runs: dict, perq: pd.DataFrame) -> None:
+        means = _means(perq)
         for (dataset, system), run in ref_runs.items():
-            if cells is not None and system not in cells:
-                continue
             other = runs.get((dataset, system))
             if other is None:
                 continue
@@ -311,49 +372,27 @@ def audit(spec: Any, work: Path, batch_sizes: Sequence[int] = BATCH_SIZES, seed:
         if variant.dtype == "skipped":
             for cell in spec.retrievers:
                 skipped(variant, cell.name, variant.what)
-            continue
-        if variant.warm:
-            parts = {p.name: p for cell in spec.retrievers for p in neural_parts(cell) if p.index is not None}
-            _grid(dataclasses.replace(spec, retrievers=list(parts.values())), ref_store)  # their indexes (cached)
-            for dataset in spec.datasets:
-                for cell in spec.cells_on(dataset):
-                    for path in (ref_store.run_path(cell, dataset), ref_store.meta_path(cell, dataset)):
-                        path.unlink(missing_ok=True)
-            result = _grid(spec, ref_store)
-            record(variant, _runs(spec, ref_store), _means(result.perquery))
+        elif variant.warm:
+            record(variant, *_isolated(plan, variant, ref_cache))
         elif variant.alone:
-            exprs = [c for c in spec.retrievers if getattr(c, "parts", None) is not None]
             for cell in spec.retrievers:
-                if cell not in exprs:
+                if getattr(cell, "parts", None) is None:
                     skipped(variant, cell.name, "not an expression: its reference is computed in an empty cache")
-            for cell in exprs:
-                alone = dataclasses.replace(spec, retrievers=[cell])
-                store = fresh(f"cold-{cell.name}")
-                result = _grid(alone, store)
-                record(variant, _runs(alone, store), _means(result.perquery), [cell.name])
+                else:
+                    record(variant, *_isolated(plan, variant, fresh(f"cold-{cell.name}"), cell.name))
         elif variant.batch is not None:
-            cells = [c for c in spec.retrievers if has_batch(c)]
             for cell in spec.retrievers:
-                if cell not in cells:
+                if not has_batch(cell):
                     skipped(variant, cell.name, "no encoder batch size to set")
-            if cells:
-                changed = dataclasses.replace(spec, retrievers=[with_batch(c, variant.batch) for c in cells])
-                store = fresh(variant.name)
-                result = _grid(changed, store)
-                record(variant, _runs(changed, store), _means(result.perquery))  # names unchanged
-        elif variant.shuffle:
-            changed = dataclasses.replace(spec, datasets=[shuffled(d, seed) for d in spec.datasets])
-            store = fresh(variant.name)
-            result = _grid(changed, store)
-            record(variant, _runs(changed, store), _means(result.perquery))
-        else:  # reduced precision against fp32 (GPU)
-            changed = dataclasses.replace(spec, retrievers=[with_dtype(c, variant.dtype) for c in spec.retrievers])
-            store = fresh(variant.name)
-            result = _grid(changed, store)
-            record(variant, _runs(changed, store), _means(result.perquery))
+            if any(has_batch(c) for c in spec.retrievers):
+                record(variant, *_isolated(plan, variant, fresh(variant.name)))
+        else:
+            record(variant, *_isolated(plan, variant, fresh(variant.name)))
     if not keep:
         for path in caches:
             shutil.rmtree(path, ignore_errors=True)
+        if work.is_dir() and not any(work.iterdir()):
+            work.rmdir()
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
