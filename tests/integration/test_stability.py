@@ -13,7 +13,8 @@ import pytest
 
 from irgrid.cli import main
 
-pytestmark = pytest.mark.slow  # ~2-3 min on 2 loaded cores: six encodings of a 40-document slice
+pytestmark = pytest.mark.slow  # seven spawned grids, six encodings of a 40-document slice: ~4 min of CPU (10 min wall
+# measured with the machine at load 11 on 2 cores)
 
 
 @pytest.fixture(scope="module")
