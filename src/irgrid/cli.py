@@ -1,4 +1,5 @@
-"""`irgrid` command line: list, datasets, resolve, doctor, run, status, report, check, claims, diff, card, qa."""
+"""`irgrid` command line: list, datasets, resolve, doctor, run, status, report, check, claims, diff, audit, card,
+qa."""
 
 from __future__ import annotations
 
@@ -508,6 +509,53 @@ def cmd_diff(args) -> int:
     return 1 if result.changed_claims else 0
 
 
+def cmd_audit(args) -> int:
+    """`irgrid audit EXP.yaml --stability`: batch, order and cache invariance of the experiment's neural cells
+    (irgrid.report.stability); exit 1 when a difference exceeds its bound."""
+    from pathlib import Path
+
+    from irgrid.report import stability
+
+    if not args.stability:
+        print("irgrid: error: name the audit to run: --stability (batch, order and cache invariance)",
+              file=sys.stderr)
+        return 2
+    try:
+        sizes = tuple(int(x) for x in args.batch_sizes.split(","))
+    except ValueError:
+        print(f"irgrid: error: --batch-sizes takes whole numbers separated by commas (e.g. 1,32,256), got "
+              f"{args.batch_sizes!r}", file=sys.stderr)
+        return 2
+    if any(b < 1 for b in sizes):
+        print(f"irgrid: error: --batch-sizes takes whole numbers >= 1, got {args.batch_sizes!r}", file=sys.stderr)
+        return 2
+    from irgrid.util import settings
+
+    if args.score_bound is None:  # exact batches: identical; padded (default): fp32 rounding of the padding
+        args.score_bound = 0.0 if settings.exact_batches() else stability.PADDED_SCORE_BOUND
+    if args.score_bound < 0:
+        print(f"irgrid: error: --score-bound must be >= 0, got {args.score_bound:g}", file=sys.stderr)
+        return 2
+    plan = stability.Plan(str(args.experiment), args.cells, args.queries, args.seed, tuple(args.cell or ()))
+    chosen = plan.spec()  # every error in the choice of cells before any work
+    out = Path(args.out or f"{chosen.name}-stability")
+    rows = stability.audit(plan, out / "caches", batch_sizes=sizes, score_bound=args.score_bound,
+                           n_resamples=args.bootstrap, keep=args.keep_caches)
+    meta = {"experiment": str(args.experiment), "cells": [r.name for r in chosen.retrievers],
+            "datasets": [d.name for d in chosen.datasets], "batch_sizes": list(sizes), "seed": args.seed,
+            "score_bound": args.score_bound, "bootstrap": args.bootstrap}
+    written = stability.write(rows, out, meta)
+    sys.stdout.write(_table(stability.table(rows), args.format))
+    bad = stability.exceeded(rows)
+    print(f"\nbounds: fp32 variants identical (|dscore| <= {args.score_bound:g}, no top-10 flip, no document "
+          f"changed, dmeasure = 0); reduced precision |dmeasure| <= {stability.REDUCED_PRECISION_SE:g} bootstrap SE")
+    print(f"wrote {', '.join(str(p) for p in written)}")
+    if len(bad):
+        print(f"{len(bad)} row(s) EXCEED their bound: " + "; ".join(
+            f"{r.system} on {r.dataset} ({r.variant}, {r.measure})" for r in bad.itertuples()), file=sys.stderr)
+    return 1 if len(bad) else 0
+
+
 def cmd_card(args) -> int:
     """`irgrid card OUT [--against EARLIER]`: the reproduction card (irgrid.report.repro)."""
     from irgrid.report import repro
@@ -610,7 +658,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.verbose:  # -v: libraries' own output (PISA, JVM, ir_datasets INFO) and tracebacks
         logging.getLogger("ir_datasets").setLevel(logging.WARNING)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
-    logging.getLogger("irgrid").setLevel(logging.INFO if args.verbose or args.command == "run" else logging.WARNING)
+    logging.getLogger("irgrid").setLevel(logging.INFO if args.verbose or args.command in ("run", "audit") else logging.WARNING)
     return _run_reporting_errors(args)
 
 
@@ -732,6 +780,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for SEs and CIs (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.set_defaults(func=cmd_diff)
+    p = sub.add_parser("audit", help="audits of an experiment: --stability re-runs sampled neural cells with batch "
+                                     "sizes 1, 32, 256, shuffled input order, cold and warm caches (and fp32 vs "
+                                     "bf16/fp16 on a GPU); exit 1 when a difference exceeds its bound")
+    p.add_argument("experiment", help="an experiment YAML")
+    p.add_argument("--stability", action="store_true",
+                   help="batch, order and cache invariance: per cell max |dscore|, top-10 rank flips, dmeasure and "
+                        "dmeasure / bootstrap SE")
+    p.add_argument("--cells", type=int, help="a seeded sample of N neural cells (default: all of them)")
+    p.add_argument("--cell", action="append", help="audit this retriever (repeatable; default: every neural cell)")
+    p.add_argument("--queries", type=int, help="a seeded sample of N queries per dataset (default: all)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the samples, the shuffled order and the bootstrap")
+    p.add_argument("--batch-sizes", default="1,32,256", help="encoder batch sizes to compare (default 1,32,256)")
+    p.add_argument("--score-bound", type=float, default=None,
+                   help="largest |dscore| accepted in fp32 variants (default: 0 with IRGRID_EXACT_BATCHES=1, "
+                        "identical scores; else 1e-6, the fp32 rounding of padded batches)")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the SEs (default 1000)")
+    p.add_argument("--out", help="where stability.csv and stability.json go (default EXPERIMENT-stability)")
+    p.add_argument("--keep-caches", action="store_true", help="keep the variants' caches under OUT/caches")
+    p.add_argument("--format", choices=["table", "csv"], default="table")
+    p.set_defaults(func=cmd_audit)
     p = sub.add_parser("card", help="the reproduction card: ER and ΔRI against the paper's published means, or with "
                                     "--against an earlier grid also KTU, RBO, RMSE (repro_eval's definitions)")
     p.add_argument("out", help="an `irgrid run --out` folder (the reproduction)")

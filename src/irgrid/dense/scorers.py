@@ -26,8 +26,10 @@ def dense_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None
     - its index is in the cache: the query encoder (irgrid's engine) >> pyterrier-dr's FlexIndex scorer over the
       indexed vectors (exactly the scores of the entry's full run for those documents);
     - otherwise: pyterrier-dr's BiEncoder text scorer over irgrid's engine for this entry (checkpoints, pooling,
-      prompts, lengths), encoding only the candidates' texts, no index built. The vectors equal the indexed ones
-      up to float rounding of batch composition (tests/integration/test_expressions.py compares the two paths).
+      prompts, lengths), encoding only the candidates' texts, no index built, scored as the index path scores
+      (`_text_scorer`). On CPU the vectors, hence the scores, equal the indexed ones bit for bit (the engine never
+      pads there; `irgrid audit --stability`'s `cold` variant); on a GPU up to the rounding of batch composition
+      (tests/integration/test_expressions.py compares the two paths).
     """
     import numpy as np
     import pyterrier_dr
@@ -64,9 +66,35 @@ def dense_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None
             return f"EngineBiEncoder({spec.name!r})"
 
     bi = EngineBiEncoder()
-    out = _with_latency(bi.text_scorer(), bi)
+    out = _with_latency(_text_scorer(bi), bi)
     out.document = None if d_spec.flat_documents else d_spec.document  # the text its index encoded (DocText)
     return out
+
+
+def _text_scorer(bi: Any) -> Any:
+    """Candidates scored from their texts exactly as pyterrier-dr's FlexIndex scorer (`NumpyScorer`) scores the
+    indexed vectors: per query, `q @ D.T` over its candidates in input order. pyterrier-dr's own text scorer sums
+    `q * d` row by row instead, which rounds differently (|Δscore| 1.2e-7 on all-MiniLM-L6-v2 between a cascade
+    with and without the entry's index in the cache, issue 43); with the engine's vectors independent of their
+    batch, the two paths now give the same scores bit for bit."""
+    import numpy as np
+    import pyterrier as pt
+
+    class TextScorer(pt.Transformer):
+        def transform(self, inp: Any) -> Any:
+            inp = inp.reset_index(drop=True)
+            uniq, inv = np.unique(inp["query"].astype(str).values, return_inverse=True)
+            qvecs = np.asarray(bi.encode_queries(list(uniq)), dtype=np.float32)
+            dvecs = np.asarray(bi.encode_docs(inp["text"].astype(str).tolist()), dtype=np.float32)
+            scores = np.zeros(len(inp), dtype=np.float32)
+            for _, rows in inp.groupby("qid", sort=False).indices.items():
+                scores[rows] = (qvecs[inv[rows[0]]].reshape(1, -1) @ dvecs[rows].T).reshape(-1)
+            return inp.assign(score=scores)
+
+        def __repr__(self) -> str:
+            return repr(bi)
+
+    return TextScorer()
 
 
 def _with_latency(scorer: Any, owner: Any, needs_text: bool = True) -> Any:
