@@ -46,7 +46,7 @@ notebook: lab
 
 # Tiers by needs (tests/unit, tests/integration, tests/system: markers by folder), cost marked apart (slow, heavy).
 # test: CI's command, every tier but `heavy` (~33 min on 2 cores, limit 40); test-all adds the heavy end-to-end checks;
-# test-fast: the unit tier (no staged data, no weights, no JVM; ~3 min: 2:40 measured for 743 tests (half of it the paper round trip), so
+# test-fast: the unit tier (no staged data, no weights, no JVM; ~75 s: 777 tests in 71 s measured on a nearly idle machine, so
 # about that on an idle 2-core machine, several minutes on a loaded one). -rs prints why a test skipped
 # (staged data not found through IRGRID_SHARED / IRGRID_IRDS_STAGED).
 test: install

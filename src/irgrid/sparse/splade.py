@@ -19,9 +19,10 @@ import torch
 
 from irgrid.core.retrievers import EntryError
 from irgrid.util.console import advance
+from irgrid.util.errors import Error
 
 
-class _Captured(Exception):  # noqa: N818  (control flow, not an error: carries the vocabulary head's input)
+class _Captured(Error):  # noqa: N818  (control flow, not an error: carries the vocabulary head's input; caught at once)
     def __init__(self, hidden: torch.Tensor):
         super().__init__()
         self.hidden = hidden
@@ -44,7 +45,8 @@ def _head_input(model, enc) -> torch.Tensor | None:
         return captured.hidden
     finally:
         handle.remove()
-    raise RuntimeError(f"{type(model).__name__} never called its output embeddings; cannot take the fast path")
+    raise EntryError(f"{type(model).__name__} never called its output embeddings (get_output_embeddings()); the "
+                     f"SPLADE head cannot be computed on attended positions only")
 
 
 # MKL's sgemm takes another kernel for a handful of rows (on 2 threads: fewer than 12), whose float rounding
