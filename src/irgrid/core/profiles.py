@@ -96,7 +96,8 @@ QUIRKS: dict[str, Quirk] = {q.name: q for q in (
           "always scores in fp32)"),
 )}
 # Options added after cache keys were pinned that are not quirks: their value here stays out of every key too
-LATE_DEFAULTS: dict[str, Any] = {"keep_empty_title": False, "doc_max_length": None, "st_default_prompt": False}
+LATE_DEFAULTS: dict[str, Any] = {"keep_empty_title": False, "doc_max_length": None, "st_default_prompt": False,
+                                 "keep_unk": False, "query_quantise": None, "eos": None}
 
 
 def keyed(options: Mapping[str, Any]) -> dict[str, Any]:
