@@ -95,16 +95,6 @@ def test_seeded_sampled_generations_are_the_releases(name, work):
     assert same == total, f"{check}: {same}/{total}"
 
 
-def test_unicoil_paper_profile_refuses_a_corpus_its_tail_batches_would_empty():
-    from irgrid.core.retrievers import EntryError
-    from irgrid.sparse.impact import tail_documents
-
-    docs = [{"docno": str(i), "text": f"document {i}"} for i in range(4 * 31)]  # 31 per worker: all tails
-    with pytest.raises(EntryError, match=r"none of this corpus's 124 documents.*unicoil_tail_batches: null"):
-        tail_documents(docs, 4, 32)
-    assert tail_documents([{"docno": str(i), "text": "t"} for i in range(128)], 4, 32) == set()
-
-
 @pytest.mark.heavy
 def test_make_oracles_rebuilds_the_sparse_fixtures(tmp_path, monkeypatch):
     """From nothing: the reference environment with Pyserini, the jobs, the release's calls; the rebuilt fixtures

@@ -88,19 +88,14 @@ ORACLES: dict[str, dict[str, Any]] = {
 GOLDEN = {"jina-embeddings-v3": "checkpoint remote code (XLMRobertaLoRA, task= adapters)",
           "gte-large-v1.5": "checkpoint remote code (NewModel)",
           "nomic-embed-v1.5": "checkpoint remote code (NomicBertModel)"}
-# paper entries without an oracle in this round, and why (docs/fidelity.md lists them in the table)
+# paper entries without an oracle in this round, and why (docs/fidelity.md lists them in the table); the sparse and
+# expansion entries have theirs in oracles_sparse.py (their own table)
 UNCOVERED = {
     "llm2vec": "llm2vec 0.2.3 pins transformers <= 4.44.2: needs its own reference environment (not built yet)",
     "gritlm": "gritlm 1.0.2 (GritLM(mode='embedding')): reference environment not extended to it yet",
     "repllama": "PEFT merge over Llama-2 (the release's peft_biencoder path): not built yet",
     "nv-embed-v2": "the checkpoint's remote code (NVEmbedModel.encode) is the release's call; no pip library holds it",
     "bm25": "Lucene BM25: checked against Pyserini's published 2CR figure instead (Checked numbers below)",
-    "doct5query": "T5 generation with sampling (do_sample, top_k 10): no deterministic oracle here",
-    "query2doc": "Qwen2.5-7B generation with sampling: no deterministic oracle here",
-    "hyde": "Qwen2.5-7B generation with sampling: no deterministic oracle here",
-    "unicoil": "Pyserini UniCoilDocumentEncoder: Pyserini not in the reference environment yet",
-    "sparta": "the release's own src/models/sparta.py (not a pip library): not re-stated yet",
-    "deepct": "the release's token-regression rewrite (_deepct_worker): not re-stated yet",
 }
 LIBRARY = {"flag": "FlagEmbedding {FlagEmbedding} FlagModel.encode",
            "st": "sentence-transformers {sentence-transformers} encode",

@@ -282,7 +282,8 @@ def compare_unicoil(data: dict[str, Any], fx: dict[str, Any], oracle: str) -> Ro
     row.dq = _maxdiff(raw_q, [{t: w for t, w in d.items() if w > 0} for d in fx["q_raw"]], on="both")
     row.same = sum(quant(a) == b for a, b in zip(probe, fx["d_quant"]))
     row.total = len(probe)
-    q_same = sum({t: int(w) for t, w in a.items()} == {t: w for t, w in b.items() if w != 0}
+    # terms whose integer weight is 0 score nothing on either side (Pyserini keeps them, irgrid's PISA query too)
+    q_same = sum({t: int(w) for t, w in a.items() if int(w)} == {t: w for t, w in b.items() if w != 0}
                  for a, b in zip(quant_q, fx["q"]))
     # the slice as the paper profile's stage indexes it: the release's dropped tail batches, then the rest
     texts = _texts(data["slice"])
