@@ -111,7 +111,9 @@ def generator_folder(out: Path) -> Path:
     """The tiny generator of query2doc and HyDE with a Qwen2.5-Instruct-like tokenizer and generation_config: a
     chat template, the tokenizer's eos token [SEP] (id 102), no special tokens added by the tokenizer itself (Qwen's
     adds none), and a generation_config listing a second end token, the token the tiny model emits most often
-    (greedy, on the oracle's prompts), as Qwen2.5-Instruct's lists <|endoftext|> next to <|im_end|>."""
+    among its first 8 greedy tokens on query2doc's prompts, as Qwen2.5-Instruct's lists <|endoftext|> next to
+    <|im_end|>. The release's outputs do not depend on that second token (it passes the tokenizer's eos token
+    alone); irgrid's do unless its `eos: tokenizer` setting is on."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -129,12 +131,14 @@ def generator_folder(out: Path) -> Path:
     model = AutoModelForCausalLM.from_pretrained(str(out), dtype=torch.float32).eval()
     from irgrid_side import inputs
 
-    msgs = [[{"role": "user", "content": q}] for q in inputs()["queries"][:8]]
+    o = _entry("query2doc").options
+    msgs = [[{"role": "system", "content": o["system_prompt"]}, {"role": "user", "content": o["prompt"].format(query=q)}]
+            for q in inputs()["queries"][:8]]
     tok.padding_side = "left"
     enc = tok([tok.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in msgs],
               return_tensors="pt", padding=True)
-    with torch.no_grad():
-        gen = model.generate(**enc, max_new_tokens=64, do_sample=False, eos_token_id=tok.eos_token_id,
+    with torch.no_grad():  # the first new tokens: a second end token the generations meet early
+        gen = model.generate(**enc, max_new_tokens=8, do_sample=False, eos_token_id=tok.eos_token_id,
                              pad_token_id=tok.pad_token_id)
     counts = Counter(int(t) for t in gen[:, enc["input_ids"].shape[1]:].flatten()
                      if int(t) not in tok.all_special_ids)
@@ -244,6 +248,7 @@ class Row:
     top_total: int = 0
     checks: dict[str, tuple[int, int]] | None = None  # further counts (name -> same, total)
     info: str = ""
+    before: tuple[int, int] | None = None  # `same` without the paper setting this row's oracle showed missing
 
     @property
     def within(self) -> bool:
@@ -299,6 +304,9 @@ def compare_unicoil(data: dict[str, Any], fx: dict[str, Any], oracle: str) -> Ro
     tops = _top([[_dot(q, d) for d in slice_imp] for q in quant_q])
     row.top_same = sum(a == b[:10] for a, b in zip(tops, fx["top10"]))
     row.top_total = len(tops)
+    floats = _top([[_dot(q, d) for d in slice_imp] for q in raw_q])  # irgrid before query_quantise: float weights
+    row.info = (f"top-10 with float query weights (without `query_quantise: pyserini`): "
+                f"{sum(a == b[:10] for a, b in zip(floats, fx['top10']))}/{len(floats)}")
     return row
 
 
@@ -391,8 +399,10 @@ def compare_doct5query(data: dict[str, Any], fx: dict[str, Any], oracle: str) ->
     return row
 
 
-def generations(name: str, data: dict[str, Any], folder: Path, sampled: bool) -> tuple[list[str], list[str]]:
-    """irgrid's Generator of `name`'s paper profile on the oracle's generator folder: outputs and rendered prompts."""
+def generations(name: str, data: dict[str, Any], folder: Path, sampled: bool,
+                eos: Any = "profile") -> tuple[list[str], list[str]]:
+    """irgrid's Generator of `name`'s paper profile on the oracle's generator folder: outputs and rendered prompts
+    (`eos`: the profile's setting, or the value given: None shows the outputs before `eos: tokenizer`)."""
     from irgrid.generation.engine import Generator, render_chat
     from irgrid.generation.spec import Decoding, Prompt
     from irgrid.store import Store
@@ -403,7 +413,7 @@ def generations(name: str, data: dict[str, Any], folder: Path, sampled: bool) ->
     decoding = Decoding(max_new_tokens=int(o["max_new_tokens"]), batch_size=int(o["gen_batch_size"]),
                         seed=int(o["seed"]), do_sample=bool(o["do_sample"]) and sampled,
                         temperature=o["temperature"] if sampled else None, top_p=o["top_p"], top_k=o["top_k"],
-                        max_input_length=o["max_input_length"], eos=o.get("eos"))
+                        max_input_length=o["max_input_length"], eos=o.get("eos") if eos == "profile" else eos)
     with tempfile.TemporaryDirectory() as tmp:
         gen = Generator(res, Prompt(o["prompt"], system=o["system_prompt"]), decoding, device="cpu",
                         store=Store(Path(tmp)))
@@ -418,9 +428,11 @@ def generations(name: str, data: dict[str, Any], folder: Path, sampled: bool) ->
 def compare_generation(name: str, data: dict[str, Any], fx: dict[str, Any], oracle: str, folder: Path) -> Row:
     greedy, prompts = generations(name, data, folder, False)
     sampled, _ = generations(name, data, folder, True)
+    before, _ = generations(name, data, folder, False, eos=None)
     row = Row(name, oracle, what="greedy generations")
     row.same = sum(a == b for a, b in zip(greedy, fx["greedy"]))
     row.total = len(greedy)
+    row.before = (sum(a == b for a, b in zip(before, fx["greedy"])), len(before))
     row.checks = {"prompts": (sum(a == b for a, b in zip(prompts, fx["prompts"])), len(prompts)),
                   "seeded sampled generations": (sum(a == b for a, b in zip(sampled, fx["sampled"])), len(sampled))}
     row.info = "generator in fp32 on CPU (the release: fp16 on GPU)"
@@ -464,6 +476,7 @@ def render_table(rows: list[Row], notes: dict[str, str] | None = None) -> str:
         status = "within 1e-5, identical" if r.within else "differs" + (f": {notes[r.entry]}" if r.entry in notes
                                                                           else "")
         status += f"; {r.info}" if r.info else ""
+        status += f"; without `eos: tokenizer` {r.before[0]}/{r.before[1]}" if r.before else ""
         out.append(f"| `{r.entry}` | {r.oracle} | {_fmt(r.dq)} | {_fmt(r.dd)} | {r.what}: {r.same}/{r.total} | "
                    f"{top} | {checks} | {status} |")
     return "\n".join(out)
