@@ -78,8 +78,11 @@ docs: install
 # .cache/oracle-venv-llm: LLM2Vec's transformers 4.44.2, llm2vec 0.2.3; torch from constraints.txt), irgrid's tiny
 # weights in the format each library loads, the release's calls -> tests/oracles/fixtures, then the table in
 # docs/fidelity.md. `make test` compares irgrid with the stored fixtures (tests/integration/test_oracles.py).
+# Then the sparse and expansion entries (uniCOIL with Pyserini 1.2.0 added --no-deps, SPARTA, DeepCT, docT5query,
+# query2doc, HyDE) -> tests/oracles/fixtures/sparse, compared by tests/integration/test_oracles_sparse.py.
 oracles: install
 	$(BIN)/python tests/oracles/make_oracles.py all
+	$(BIN)/python tests/oracles/oracles_sparse.py all
 
 bench: install
 	$(BIN)/python benchmarks/first_grid.py

@@ -65,6 +65,9 @@ PAPER_GENERATION = {
     "top_k": Setting(None, f"{_GEN}: not set (the checkpoint's generation_config applies)"),
     "max_new_tokens": Setting(256, f"{_GEN}: model.generate(max_new_tokens=256)"),
     "max_input_length": Setting(768, f"{_GEN}: tokenizer(..., truncation=True, max_length=768)"),
+    "eos": Setting("tokenizer", f"{_GEN}: model.generate(eos_token_id=tokenizer.eos_token_id): the tokenizer's one "
+                                f"eos token replaces the checkpoint's generation_config list (Qwen2.5-Instruct: "
+                                f"<|im_end|> and <|endoftext|>), so generation runs on past <|endoftext|>"),
 }
 # query2doc's own generator in the release: another system message (its "query:." is verbatim),
 # the same user message, T=1 sampling, 128 new tokens
@@ -83,11 +86,13 @@ QUERY2DOC_PAPER_GENERATION = {
     "top_k": Setting(None, f"{_Q2D}: not set (the checkpoint's generation_config applies)"),
     "max_new_tokens": Setting(128, f"{_Q2D}: model.generate(max_new_tokens=128)"),
     "max_input_length": Setting(768, f"{_Q2D}: tokenizer(..., truncation=True, max_length=768)"),
+    "eos": Setting("tokenizer", f"{_Q2D}: model.generate(eos_token_id=tokenizer.eos_token_id) (the tokenizer's one "
+                                f"eos token, not the checkpoint's generation_config list)"),
 }
 # generation options every generating entry has (the card values of query2doc; HyDE overrides its own)
 GEN_OPTIONS = {"max_new_tokens": 128, "gen_batch_size": 8, "prompt": QUERY2DOC_PROMPT.template, "system_prompt": None,
                "do_sample": False, "temperature": None, "top_p": None, "top_k": None, "max_input_length": None,
-               "seed": 0}
+               "seed": 0, "eos": None}
 
 def _generator(ctx: QueryContext, source: str):
     from irgrid.generation.engine import Generator
@@ -95,7 +100,8 @@ def _generator(ctx: QueryContext, source: str):
     o = ctx.options
     decoding = Decoding(max_new_tokens=int(o["max_new_tokens"]), batch_size=int(o["gen_batch_size"]),
                         seed=int(o["seed"]), do_sample=bool(o["do_sample"]), temperature=o["temperature"],
-                        top_p=o["top_p"], top_k=o["top_k"], max_input_length=o["max_input_length"])
+                        top_p=o["top_p"], top_k=o["top_k"], max_input_length=o["max_input_length"],
+                        eos=o.get("eos"))
     prompt = Prompt(o["prompt"], system=o["system_prompt"], source=source)
     return Generator(ctx.models["generator"], prompt, decoding, device=ctx.device)
 

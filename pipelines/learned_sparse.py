@@ -113,7 +113,8 @@ def unicoil_stage(ctx: BuildContext):
     enc, p = ctx.models["doc"], ctx.params
     model = load_unicoil(enc.location, _revision(enc), ctx.device, _tiny(enc),
                          _allowed(p, "doc")["allow_unexpected"])
-    encoder = UniCoilEncoder(model, "d", skip=p["skip"], keep_sep=bool(p["keep_sep"]), **_quantisation(p)) \
+    encoder = UniCoilEncoder(model, "d", skip=p["skip"], keep_sep=bool(p["keep_sep"]),
+                             keep_unk=bool(p.get("keep_unk", False)), **_quantisation(p)) \
         >> _select("docno", "toks")
     if p.get("unicoil_tail_batches") is None:
         return encoder
@@ -184,7 +185,8 @@ def unicoil_query(index, ctx: QueryContext):
     enc, o = ctx.models["query"], ctx.options
     model = load_unicoil(enc.location, _revision(enc), ctx.device, _tiny(enc), _allowed(o, "query")["allow_unexpected"])
     return UniCoilEncoder(model, "q", batch_size=64, max_length=int(o["query_max_length"]),
-                          aggregate=o["query_aggregate"], keep_sep=bool(o["keep_sep"])) >> \
+                          aggregate=o["query_aggregate"], keep_sep=bool(o["keep_sep"]),
+                          keep_unk=bool(o.get("keep_unk", False)), query_quantise=o.get("query_quantise")) >> \
         _quantized(index, o["num_results"])
 
 
@@ -209,7 +211,7 @@ def bm25_query(index, ctx: QueryContext):
 DOC_OPTIONS = {
     "splade": ("max_length", "batch_size", "scale", "rounding", "top_k", "strict", "doc_max_length"),
     "unicoil": ("max_length", "batch_size", "scale", "rounding", "top_k", "skip", "keep_sep", "strict",
-                "unicoil_tail_batches"),
+                "unicoil_tail_batches", "keep_unk"),
     "sparta": ("max_length", "batch_size", "scale", "rounding", "top_k", "zero_special", "strict", "sparta_pad_max"),
     "deepct": ("max_length", "batch_size", "scale", "rounding", "top_k", "activation", "cap", "aggregate",
                "keep_text_if_empty", "strict"),
@@ -346,6 +348,7 @@ sparse_entry(SparseSpec(
     "unicoil", "unicoil", {"doc": UNICOIL}, {"query": UNICOIL},
     options={"max_length": 512, "batch_size": 32, "scale": 100.0, "rounding": "round", "top_k": None, "skip": None,
              "keep_sep": True, "query_max_length": 128, "query_aggregate": "sum", "unicoil_tail_batches": None,
+             "keep_unk": False, "query_quantise": None,
              # BertModel without pooler: the checkpoint's pooler and its `tok_proj` head (loaded separately)
              "strict": {"doc": {"allow_unexpected": ["*pooler.*", "*tok_proj.*"]},
                         "query": {"allow_unexpected": ["*pooler.*", "*tok_proj.*"]}}},
@@ -361,6 +364,13 @@ sparse_entry(SparseSpec(
             "keep_sep": S(True, f"{ENCODER_PY} _worker_unicoil: Pyserini UniCoilDocumentEncoder (keeps [SEP])"),
             "query_max_length": S(128, f"{ENCODER_PY} SparseEncoder.__init__: Pyserini UniCoilQueryEncoder (128)"),
             "query_aggregate": S("sum", f"{ENCODER_PY} SparseEncoder.__init__: Pyserini UniCoilQueryEncoder (sum)"),
+            "query_quantise": S("pyserini", f"{ENCODER_PY} SparseEncoder.__init__: Pyserini (1.2.0, the release's "
+                                            f"pin) UniCoilQueryEncoder.encode returns integer weights round(w / 5 x "
+                                            f"256), which Lucene's impact query multiplies with the documents' "
+                                            f"impacts"),
+            "keep_unk": S(True, f"{ENCODER_PY} _worker_unicoil and SparseEncoder.__init__: Pyserini's uniCOIL "
+                                f"encoders skip only [CLS] and padding, so [UNK] is a term (prune_scale keeps it: "
+                                f"not punctuation, not ^\\W+$)"),
             "unicoil_tail_batches": S(RELEASE_WORKERS, f"{WORKERS_SRC}; _worker_unicoil encodes a batch only once it "
                                                        f"holds batch_size documents and never flushes the rest (its "
                                                        f"SPLADE, SPARTA, DeepCT and doc2query workers do)"),

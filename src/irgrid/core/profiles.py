@@ -99,7 +99,7 @@ QUIRKS: dict[str, Quirk] = {q.name: q for q in (
 # (`bidirectional`: an entry's own attention, True for the bidirectional decoders; the spec's side configuration
 # carries it into the index and query keys whatever its value, so a causal setting still changes those)
 LATE_DEFAULTS: dict[str, Any] = {"keep_empty_title": False, "doc_max_length": None, "st_default_prompt": False,
-                                 "bidirectional": True}
+                                 "bidirectional": True, "keep_unk": False, "query_quantise": None, "eos": None}
 
 
 def keyed(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -170,6 +170,8 @@ class Generator:
         enc = tokenizer(rendered, return_tensors="pt", padding=True, add_special_tokens=False,
                         **({"truncation": True, "max_length": int(limit)} if limit else {})).to(model.device)
         kwargs = self.decoding.generate_kwargs()
+        if self.decoding.eos == "tokenizer":  # the tokenizer's one eos token, not generation_config's list
+            kwargs["eos_token_id"] = tokenizer.eos_token_id
         torch.manual_seed(self.decoding.seed)
         with torch.inference_mode():
             out = model.generate(**enc, pad_token_id=tokenizer.pad_token_id, **kwargs)

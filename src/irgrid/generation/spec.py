@@ -30,7 +30,9 @@ class Prompt:
 class Decoding:
     """Decoding settings of an entry (its options): greedy by default; `do_sample` with `temperature`, `top_p`,
     `top_k` (None: the checkpoint's generation_config decides, as in a plain `generate(do_sample=True, ...)`
-    call); `max_input_length` truncates the rendered prompt (None: no truncation).
+    call); `max_input_length` truncates the rendered prompt (None: no truncation); `eos` 'tokenizer' passes the
+    tokenizer's eos token as generate()'s only end token (None: the checkpoint's generation_config, which may list
+    more than one).
 
     `config()` (part of every generation cache key) lists only the knobs that differ from greedy decoding, so a
     greedy configuration keeps the key it had before the sampling knobs existed."""
@@ -43,11 +45,19 @@ class Decoding:
     top_p: float | None = None
     top_k: int | None = None
     max_input_length: int | None = None
+    eos: str | None = None  # 'tokenizer': stop at the tokenizer's eos token only; None: the checkpoint's eos list
+
+    def __post_init__(self) -> None:
+        if self.eos not in (None, "tokenizer"):
+            from irgrid.core.retrievers import EntryError
+
+            raise EntryError(f"eos must be 'tokenizer' (stop at the tokenizer's eos token only) or null (the "
+                             f"checkpoint's generation_config), got {self.eos!r}")
 
     def config(self) -> dict[str, Any]:
         out: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "do_sample": False, "seed": self.seed}
         extra = {"do_sample": self.do_sample, "temperature": self.temperature, "top_p": self.top_p,
-                 "top_k": self.top_k, "max_input_length": self.max_input_length}
+                 "top_k": self.top_k, "max_input_length": self.max_input_length, "eos": self.eos}
         out.update({k: v for k, v in extra.items() if v not in (None, False)})
         return out
 

@@ -27,6 +27,8 @@ from irgrid.models.loading import CheckpointMismatchError
 from irgrid.util.console import advance
 
 SPECIAL = {"[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]"}
+# Pyserini's UniCoilQueryEncoder: integer query weights round(w / weight_range x quant_range)
+PYSERINI_WEIGHT_RANGE, PYSERINI_QUANT_RANGE = 5, 256
 
 
 def quantise(w: float, scale: float, rounding: str) -> int:
@@ -174,25 +176,34 @@ class UniCoilEncoder(TokenWeights):
     """`aggregate`: how repeats of a word-piece combine ('max' as Pyserini's document encoder, 'sum' as its query
     encoder); `keep_sep`: [SEP] is a term like any other (Pyserini skips only [CLS] and padding)."""
 
-    def __init__(self, model, rep: str = "d", aggregate: str = "max", keep_sep: bool = False, **kw):
+    def __init__(self, model, rep: str = "d", aggregate: str = "max", keep_sep: bool = False, keep_unk: bool = False,
+                 query_quantise: str | None = None, **kw):
         super().__init__(**kw)
         self.tokenizer, self.bert, self.proj = model
         if aggregate not in ("max", "sum"):
             raise EntryError(f"uniCOIL: aggregate must be 'max' or 'sum', got {aggregate!r}")
-        self.aggregate, self.keep_sep = aggregate, keep_sep
+        if query_quantise not in (None, "pyserini"):
+            raise EntryError(f"uniCOIL: query_quantise must be 'pyserini' (round(w / 5 x 256), Pyserini's "
+                             f"UniCoilQueryEncoder) or null (float weights), got {query_quantise!r}")
+        self.aggregate, self.keep_sep, self.keep_unk, self.query_quantise = aggregate, keep_sep, keep_unk, \
+            query_quantise
         self.rep = rep
-        if rep == "q":  # queries keep float weights; the PISA query side quantises them
+        if rep == "q":  # queries keep float weights (the PISA query side quantises them) unless query_quantise
             self.in_field, self.out_field = "query", "query_toks"
 
     def finish(self, w: dict[str, float]) -> object:
-        return w if self.rep == "q" else super().finish(w)
+        if self.rep != "q":
+            return super().finish(w)
+        if self.query_quantise == "pyserini":  # Python's round (half to even), as Pyserini's
+            return {t: float(round(x / PYSERINI_WEIGHT_RANGE * PYSERINI_QUANT_RANGE)) for t, x in w.items()}
+        return w
 
     def weights(self, texts: list[str]) -> list[dict[str, float]]:
         enc = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length,
                              return_tensors="pt").to(self.bert.device)
         with torch.inference_mode():
             w = torch.relu(self.proj(self.bert(**enc).last_hidden_state)).squeeze(-1).float().cpu()
-        skip = SPECIAL - {"[SEP]"} if self.keep_sep else SPECIAL
+        skip = SPECIAL - ({"[SEP]"} if self.keep_sep else set()) - ({"[UNK]"} if self.keep_unk else set())
         return _per_token(self.tokenizer, enc["input_ids"].cpu(), enc["attention_mask"].cpu(), w, skip,
                           self.aggregate)
 
@@ -368,7 +379,14 @@ def tail_documents(docs: Iterable[Mapping[str, Any]], workers: int, batch_size: 
             docnos.append(str(d["docno"]))
             yield str(d.get("text") or "")
 
-    return {docnos[i] for batch, tail in release_batches(texts(), workers, batch_size) if tail for i in batch}
+    dropped = {docnos[i] for batch, tail in release_batches(texts(), workers, batch_size) if tail for i in batch}
+    if docnos and len(dropped) == len(docnos):
+        raise EntryError(f"uniCOIL unicoil_tail_batches: the release's {workers} workers would encode none of this "
+                         f"corpus's {len(docnos)} documents (each worker drops its last batch of fewer than "
+                         f"{batch_size}, and no worker fills one: fewer than {batch_size} documents each), so the "
+                         f"index would be empty; use a corpus of at least {workers * batch_size} documents, or turn "
+                         f"the quirk off (options: {{unicoil_tail_batches: null}}, or the card profile)")
+    return dropped
 
 
 class DropDocuments(pt.Transformer):
