@@ -127,6 +127,10 @@ KNOBS: dict[str, Option] = {
     "skip": Option("regex of word-pieces never indexed", str, nullable="none skipped"),
     "keep_sep": Option("[SEP] is a term like any other (Pyserini skips only [CLS] and padding)", bool),
     "zero_special": Option("special tokens ([CLS], [SEP], ...) never become document terms", bool),
+    "keep_unk": Option("[UNK] word-pieces are terms like any other (Pyserini's uniCOIL encoders keep them)", bool),
+    "query_quantise": Option("query weights quantised as a library does ('pyserini': round(w / 5 x 256), as "
+                             "Pyserini's uniCOIL query encoder returns them)", str, choices=("pyserini",),
+                             nullable="float weights"),
     "query_aggregate": Option("how repeats of a query word-piece combine", str, choices=("sum", "max")),
     "query_unique": Option("a repeated query word-piece counts once (else once per occurrence)", bool),
     "query_max_tokens": Option("query word-pieces used", int, 1, nullable="all"),
@@ -151,6 +155,9 @@ KNOBS: dict[str, Option] = {
     "temperature": Option("sampling temperature", float, 0.0,
                           nullable="the checkpoint's generation_config decides"),
     "prompt": Option("the generation prompt; {query} (or {text}) is replaced", str),
+    "eos": Option("where generation stops: 'tokenizer', the tokenizer's end-of-sequence token (the release's "
+                  "generate(eos_token_id=tokenizer.eos_token_id))", str, choices=("tokenizer",),
+                  nullable="the checkpoint's generation_config decides"),
     "system_prompt": Option("a chat model's system message", str, nullable="none"),
     "gen_batch_size": Option("prompts per generation batch", int, 1),
     "repeats": Option("query2doc: the query repeated this many times before the generated passage", int, 1),
