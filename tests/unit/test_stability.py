@@ -1,6 +1,6 @@
 """The stability audit's parts that need no model (irgrid.report.stability): comparing two runs, the bounds, the
 batch-size rewrite of entries and expressions, cell selection, and `irgrid audit`'s bad-input errors. The audit
-itself on real MiniLM weights: tests/integration/test_stability.py."""
+itself on real MiniLM weights: tests/integration/test_stability_audit.py."""
 
 from __future__ import annotations
 
