@@ -194,7 +194,11 @@ def test_dense_reranker_without_an_index_encodes_the_candidates_texts(slice_grid
     scorer = dense_scorer(entry, resolve_models(entry.all_models()), "cpu", index=None)
     scored = scorer.transform(with_text)
     merged = scored.merge(casc, on=["qid", "docno"], suffixes=("", "_indexed"))
-    np.testing.assert_array_equal(merged["score"], merged["score_indexed"])  # scored as the index path (issue 43)
+    # scored as the index path (issue 43); the candidates are batched otherwise than the corpus was, so padded
+    # batches (the default; IRGRID_EXACT_BATCHES=1 makes them identical) keep the audit's stated bound
+    from irgrid.report.stability import PADDED_SCORE_BOUND
+
+    assert np.abs(merged["score"] - merged["score_indexed"]).max() <= PADDED_SCORE_BOUND
     assert scorer.latency_seconds() == 0.0
     scorer.transform(with_text.head(5))  # memoised vectors: their encoding time is declared, not hidden
     assert scorer.latency_seconds() > 0

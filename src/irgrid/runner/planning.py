@@ -536,7 +536,7 @@ def format_csv(plan: Plan) -> str:
     import io
 
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n", extrasaction="ignore")  # progress fields
     writer.writeheader()
     for r in plan.rows:
         writer.writerow({**r, "cpu_s": f"{r['cpu_s']:.1f}", "gpu_s": f"{r['gpu_s']:.1f}",
