@@ -178,7 +178,8 @@ DECODER_ONLY = [
     ),
     EncoderSpec(
         name="gritlm",
-        query_model=ModelRef("GritLM/GritLM-7B", "13f00a0e36500c80ce12870ea513846a066004af", arch="mistral"),
+        query_model=ModelRef("GritLM/GritLM-7B", "13f00a0e36500c80ce12870ea513846a066004af", arch="mistral",
+                             tiny=(("tokenizer", "bos"),)),  # its tokenizer adds <s> only; gritlm counts it
         pooling="mean", pool_prompt=False, bidirectional=True, normalize=True, similarity="cos",
         query_max_length=512, doc_max_length=512,
         query_template="<|user|>\nGiven a question, retrieve passages that answer the question\n<|embed|>\n{text}",

@@ -18,6 +18,7 @@ sys.path.insert(0, str(ORACLES_DIR))
 import make_oracles  # noqa: E402
 from irgrid_side import FIXTURES, TOL, compare  # noqa: E402
 from make_oracles import GOLDEN, ORACLES  # noqa: E402
+from oracle_rows import Rows, marked, tiny_models  # noqa: E402, F401 (tiny_models: an autouse fixture)
 
 ENTRIES = sorted({*ORACLES, *GOLDEN})
 
@@ -26,40 +27,23 @@ ENTRIES = sorted({*ORACLES, *GOLDEN})
 # splade-v3 (documents at sentence-transformers' 512), qwen3-embedding-0.6b (the quirk left_pad_last_token),
 # kalm-embedding-v2.5 (bidirectional false: the release's sentence-transformers load builds a causal Qwen2Model); and
 # in the engine: embeddinggemma (Gemma 3's own bidirectional sliding-window masks kept, irgrid.dense.checkpoints)
-DIFFERS = {
-    "gritlm": "tiny stand-in without the checkpoint's remote code: GritLM/GritLM-7B ships modeling_gritlm7b.py, which "
-              "the gritlm library loads (trust_remote_code) and which no pip library carries; on a plain MistralModel "
-              "gritlm 1.0.2's is_causal=False is lost in padded batches under transformers 4.57.1 (a batch of 8 vs "
-              "one text: 0.18), and the stand-in's BERT tokenizer adds a trailing [SEP] to the instruction gritlm "
-              "counts out of the mean. Unpadded, with that [SEP] left out, gritlm's call equals irgrid's within 9e-8",
-}
+# gritlm since its tiny stand-in's tokenizer adds the BOS token only (as Mistral's does; the shared BERT one added a
+# [SEP] that gritlm counted into the instruction) and gritlm is called unpadded (make_oracles.ORACLE_INFO says why)
+DIFFERS: dict[str, str] = {}
 # records without a title (empty or absent) where irgrid's text differs from the release's: none since the quirks
 # none_title and keep_empty_title (the 'None' title of title-less corpora, DPR's ' [SEP] text', EmbeddingGemma's
 # 'title:  | text: ') are paper-profile settings; an entry of DIFFERS differs on them too
 TEXT_DIFFERS: dict[str, dict[str, str]] = {"no-title": {}, "empty-title": {}}
 
-_ROWS: dict[str, object] = {}
-
-
-def _row(name: str):
-    if name not in _ROWS:
-        _ROWS[name] = compare(name)
-    return _ROWS[name]
-
-
-@pytest.fixture(autouse=True)
-def _tiny(monkeypatch):
-    monkeypatch.setenv("IRGRID_TINY_MODELS", "1")
+ROWS = Rows(compare, ENTRIES)
+_row = ROWS
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _table():
     """With IRGRID_ORACLES_TABLE=1, the rows this session computed become docs/fidelity.md's table."""
-    import os
-
     yield
-    if os.environ.get("IRGRID_ORACLES_TABLE") == "1" and set(_ROWS) == set(ENTRIES):
-        make_oracles.table([_ROWS[n] for n in ENTRIES], DIFFERS)
+    ROWS.write_table(lambda rows: make_oracles.table(rows, DIFFERS))
 
 
 def test_every_paper_entry_with_a_library_oracle_has_a_fixture():
@@ -77,12 +61,8 @@ def test_every_paper_entry_with_a_library_oracle_has_a_fixture():
     assert dense <= covered
 
 
-def _mark(name: str, table: dict[str, str]):
-    return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=table[name])) if name in table else name
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [_mark(n, DIFFERS) for n in ENTRIES])
+@pytest.mark.parametrize("name", [marked(n, DIFFERS) for n in ENTRIES])
 def test_paper_profile_matches_the_release_library(name):
     row = _row(name)
     assert not row.note, row.note

@@ -16,9 +16,10 @@ ORACLES_DIR = Path(__file__).resolve().parents[1] / "oracles"
 sys.path.insert(0, str(ORACLES_DIR))
 
 import oracles_sparse  # noqa: E402
+from oracle_rows import Rows, marked, tiny_models  # noqa: E402, F401 (tiny_models: an autouse fixture)
 from oracles_sparse import ENTRIES, FIXTURES, GEN_DIFFERS, SAMPLED_DIFFERS, TOL, compare  # noqa: E402
 
-_ROWS: dict[str, object] = {}
+ROWS = Rows(compare, ENTRIES)
 
 
 @pytest.fixture(scope="module")
@@ -27,24 +28,14 @@ def work(tmp_path_factory):
 
 
 def _row(name: str, work: Path):
-    if name not in _ROWS:
-        _ROWS[name] = compare(name, work=work)
-    return _ROWS[name]
-
-
-@pytest.fixture(autouse=True)
-def _tiny(monkeypatch):
-    monkeypatch.setenv("IRGRID_TINY_MODELS", "1")
+    return ROWS(name, work=work)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _table():
     """With IRGRID_ORACLES_TABLE=1, the rows this session computed become docs/fidelity.md's sparse table."""
-    import os
-
     yield
-    if os.environ.get("IRGRID_ORACLES_TABLE") == "1" and set(_ROWS) == set(ENTRIES):
-        oracles_sparse.table([_ROWS[n] for n in ENTRIES], {**SAMPLED_DIFFERS, **GEN_DIFFERS})
+    ROWS.write_table(lambda rows: oracles_sparse.table(rows, {**SAMPLED_DIFFERS, **GEN_DIFFERS}))
 
 
 def test_every_sparse_and_expansion_paper_entry_has_a_fixture_small_enough():
@@ -76,10 +67,6 @@ def test_deepct_rewrites_are_the_releases(work):
     assert same == total, f"slice rewrites: {same}/{total}"
 
 
-def _mark(name: str, table: dict[str, str]):
-    return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=table[name])) if name in table else name
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["query2doc", "hyde"])
 def test_generation_prompts_are_the_releases(name, work):
@@ -88,14 +75,14 @@ def test_generation_prompts_are_the_releases(name, work):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [_mark(n, GEN_DIFFERS) for n in ("doct5query", "query2doc", "hyde")])
+@pytest.mark.parametrize("name", [marked(n, GEN_DIFFERS) for n in ("doct5query", "query2doc", "hyde")])
 def test_greedy_generations_are_the_releases(name, work):
     row = _row(name, work)
     assert row.same == row.total, f"{row.what}: {row.same}/{row.total}"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [_mark(n, {**GEN_DIFFERS, **SAMPLED_DIFFERS})
+@pytest.mark.parametrize("name", [marked(n, {**GEN_DIFFERS, **SAMPLED_DIFFERS})
                                   for n in ("doct5query", "query2doc", "hyde")])
 def test_seeded_sampled_generations_are_the_releases(name, work):
     row = _row(name, work)

@@ -72,7 +72,7 @@ def inputs() -> dict[str, Any]:
 
 def compare(name: str, data: dict[str, Any] | None = None) -> Row:
     """irgrid's paper profile against the stored fixture of `name`."""
-    from make_oracles import GOLDEN, LIBRARY, ORACLES
+    from make_oracles import GOLDEN, LIBRARY, ORACLE_INFO, ORACLES
 
     data = data or inputs()
     fx = np.load(FIXTURES / f"{name}.npz")
@@ -86,7 +86,7 @@ def compare(name: str, data: dict[str, Any] | None = None) -> Row:
         return compare_colbert(name, data, fx, oracle)
     q, d, s = encode_entry(name, data)
     gc.collect()
-    row = Row(name, oracle)
+    row = Row(name, oracle, info=ORACLE_INFO.get(name, ""))
     if q.shape != fx["q"].shape or d.shape != fx["d"].shape:
         row.note = f"shapes differ: irgrid q{q.shape} d{d.shape}, oracle q{fx['q'].shape} d{fx['d'].shape}"
         return row

@@ -91,7 +91,9 @@ ORACLES: dict[str, dict[str, Any]] = {
     "dragon-plus": {"library": "hf-dual", "release_name": "facebook/dragon-plus-query-encoder", "dpr": False,
                     "pooling": "cls", "normalize": False},
     "gritlm": {"library": "gritlm", "release_name": "GritLM/GritLM-7B",
-               "query_instruction": "Given a question, retrieve passages that answer the question:"},
+               "query_instruction": "Given a question, retrieve passages that answer the question:",
+               # the release encodes batches of 8; one text per call here (release.py gritlm() says why)
+               "batch_size": 1},
     "repllama": {"library": "peft", "release_name": "castorini/repllama-v1-7b-lora-passage",
                  "query_instruction": "query: {}</s>", "doc_instruction": "passage: {}</s>"},
     "llm2vec": {"library": "llm2vec", "release_name": "McGill-NLP/LLM2Vec-Meta-Llama-31-8B-Instruct-mntp",
@@ -99,6 +101,13 @@ ORACLES: dict[str, dict[str, Any]] = {
                 "env": "llm2vec"},
     "splade-v3": {"library": "splade", "release_name": "naver/splade-v3"},
     "colbertv2": {"library": "colbert", "release_name": "colbert-ir/colbertv2.0"},
+}
+# what a row of the table says about its oracle call where it differs from the release's own call
+ORACLE_INFO = {
+    "gritlm": "gritlm called one text at a time (the release: batches of 8): a plain MistralModel drops gritlm's "
+              "is_causal=False once a batch is padded (batch 8: max |diff| 0.38); the checkpoint's own modeling code "
+              "(ContextualAI/gritlm scripts/modeling_mistral_gritlm.py, run in session, not committed) at batch 8 "
+              "gives these vectors within 8.9e-8",
 }
 # remote-code checkpoints: no pip library holds the release's model code; irgrid's own output is pinned
 GOLDEN = {"jina-embeddings-v3": "checkpoint remote code (XLMRobertaLoRA, task= adapters)",

@@ -228,7 +228,13 @@ def gritlm(job: dict[str, Any]) -> dict[str, np.ndarray]:
     """src/models/gritlm.py: GritLM(name, mode='embedding', torch_dtype=float16) (fp32 here, on the CPU), then
     model.encode(texts, instruction=_gritlm_instruction(...), batch_size=8) at the library's defaults (max_length
     512, mean pooling without the instruction's tokens, bidirectional 'bbcc', normalized); queries
-    '<|user|>\n{instruction}\n<|embed|>\n', documents '<|embed|>\n' (their instruction is '')."""
+    '<|user|>\n{instruction}\n<|embed|>\n', documents '<|embed|>\n' (their instruction is '').
+
+    Here the batch is the job's (1): the tiny stand-in is a plain transformers MistralModel, which honours gritlm's
+    `is_causal=False` only where no padding mask is built (an unpadded batch); the checkpoint's own
+    modeling_gritlm7b.py (remote code, not shipped by any pip library) builds a bidirectional padding mask, so its
+    vectors do not depend on the batch (checked in session against ContextualAI/gritlm's
+    scripts/modeling_mistral_gritlm.py, see docs/fidelity.md)."""
     import torch
     from gritlm import GritLM
 
@@ -237,7 +243,8 @@ def gritlm(job: dict[str, Any]) -> dict[str, np.ndarray]:
     qi = f"<|user|>\n{job['query_instruction']}\n<|embed|>\n"
 
     def enc(texts: list[str], instruction: str) -> np.ndarray:
-        return np.asarray(model.encode(texts, instruction=instruction, batch_size=8), dtype=np.float32)
+        return np.asarray(model.encode(texts, instruction=instruction, batch_size=job["batch_size"]),
+                          dtype=np.float32)
     return {"q": enc(job["queries"], qi), "d": enc(_stripped(job["docs"]), "<|embed|>\n"),
             "s": enc(_stripped(job["slice"]), "<|embed|>\n")}
 

@@ -196,9 +196,31 @@ def _build(path: Path, model_id: str, arch: str, parts: dict[str, Any]) -> None:
     else:
         for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
             shutil.copyfile(src / name, path / name)
+        if parts.get("tokenizer") == "bos":
+            _bos_only(path)
     (path / "tiny.json").write_text(json.dumps({
         "stands_for": model_id, "arch": arch, "class": cls_name, "parts": parts, "seed": _seed(model_id),
         "warning": "random weights: for wiring checks only, never for results"}, indent=2, default=str))
+
+
+def _bos_only(path: Path) -> None:
+    """The WordPiece tokenizer with a Llama/Mistral-style template: [CLS] as the BOS token before the text and
+    nothing after it (the real tokenizers add no EOS), for decoders whose code counts a prompt's tokens from the
+    tokenizer (GritLM's instruction mask). Named a plain fast tokenizer so that every transformers version reads
+    tokenizer.json as written instead of rebuilding BERT's [CLS] $A [SEP] from the class."""
+    tok = json.loads((path / "tokenizer.json").read_text())
+    cls = tok["post_processor"]["special_tokens"]["[CLS]"]
+    tok["post_processor"] = {
+        "type": "TemplateProcessing",
+        "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+        "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                 {"SpecialToken": {"id": "[CLS]", "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
+        "special_tokens": {"[CLS]": cls}}
+    (path / "tokenizer.json").write_text(json.dumps(tok))
+    cfg = json.loads((path / "tokenizer_config.json").read_text())
+    cfg.update(tokenizer_class="PreTrainedTokenizerFast", bos_token="[CLS]", model_input_names=["input_ids",
+                                                                                                 "attention_mask"])
+    (path / "tokenizer_config.json").write_text(json.dumps(cfg, indent=1))
 
 
 def _write_unigram_tokenizer(vocab_file: Path, path: Path) -> None:
