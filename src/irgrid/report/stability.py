@@ -304,9 +304,13 @@ def _isolated(plan: Plan, variant: Variant | None, cache: Path, cell: str | None
     crash in one (a JVM segfault was seen after several grids in one process) fails it by name."""
     import concurrent.futures
     import multiprocessing
+    import os
+
+    from irgrid.util.workers import exit_with_parent
 
     context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=exit_with_parent,
+                                                initargs=(os.getpid(),)) as pool:
         try:
             return pool.submit(compute, plan, variant, str(cache), cell).result()
         except concurrent.futures.process.BrokenProcessPool as e:

@@ -145,8 +145,11 @@ def postings_stream(texts: Iterable[str], workers: int = 0, chunk: int = 2048) -
         yield from map(analyzed_postings, chunks)
         return
     import multiprocessing as mp
+    import os
 
-    with mp.get_context("spawn").Pool(workers) as pool:
+    from irgrid.util.workers import exit_with_parent
+
+    with mp.get_context("spawn").Pool(workers, initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
         yield from pool.imap(analyzed_postings, chunks, chunksize=1)
 
 
