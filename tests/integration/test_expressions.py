@@ -204,6 +204,29 @@ def test_dense_reranker_without_an_index_encodes_the_candidates_texts(slice_grid
     assert scorer.latency_seconds() > 0
 
 
+def test_encoding_many_candidate_texts_shows_progress(slice_grid, monkeypatch, capsys):
+    """A cascade over a whole topic set encodes thousands of texts when no index is cached (the stability audit's
+    cold SciFact cascade: minutes with no line in its log); from PROGRESS_FROM texts on, the index builds' line."""
+    import irgrid.dense.scorers as scorers
+    from irgrid.runner.cell import resolve_models
+    from irgrid.runner.stages import DocText
+
+    spec, _, store = slice_grid
+    ds, entry = spec.datasets[0], {r.name: r for r in spec.retrievers}["all-minilm-l6-v2"]
+    casc, _ = store.runs.load({r.name: r for r in spec.retrievers}["casc"], ds)
+    inp = DocText(ds).transform(casc[["qid", "docno"]].merge(ds.topics()[["qid", "query"]], on="qid"))
+    n = inp["text"].nunique()
+    monkeypatch.setattr(scorers, "PROGRESS_FROM", n)
+    capsys.readouterr()
+    scorers.dense_scorer(entry, resolve_models(entry.all_models()), "cpu", index=None).transform(inp)
+    err = capsys.readouterr().err
+    assert "re-ranking with all-minilm-l6-v2: encoding candidate texts" in err
+    assert f"{n:,}/{n:,} docs (100%)" in err and "done in" in err
+    monkeypatch.setattr(scorers, "PROGRESS_FROM", n + 1)  # below the threshold: silent
+    scorers.dense_scorer(entry, resolve_models(entry.all_models()), "cpu", index=None).transform(inp)
+    assert "encoding candidate texts" not in capsys.readouterr().err
+
+
 # --------------------------------------------------------------------------------------------------------------
 # the issue's grid: SciFact test, real MiniLM weights (slow: encodes the corpus unless the session has the index)
 

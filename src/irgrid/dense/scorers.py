@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+PROGRESS_FROM = 1024  # candidate texts to encode from which a progress line is shown
+
+
 def dense_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None, index: Any = None) -> Any:
     """A dense entry as a re-ranker, scoring the candidates by the dot product of the entry's own vectors:
 
@@ -47,6 +50,19 @@ def dense_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None
         return _with_latency(scorer, None, needs_text=False)
     d_engine = engine_for(d_spec, "d", models["doc"], device, batch)
 
+    def encode_texts(todo: list[str]) -> list[Any]:
+        # many candidates (a cascade over a whole topic set: minutes on CPU) get the index builds' progress line
+        if len(todo) < PROGRESS_FROM:
+            return list(d_engine.encode(todo))
+        from irgrid.util.console import Progress, reporting
+
+        bar = Progress(len(todo), f"re-ranking with {spec.name}: encoding candidate texts (no index in the cache)")
+        try:
+            with reporting(bar):
+                return list(d_engine.encode(todo))
+        finally:
+            bar.close()
+
     class EngineBiEncoder(pyterrier_dr.BiEncoder):
         def __init__(self) -> None:
             super().__init__(batch_size=batch, text_field="text")
@@ -56,7 +72,7 @@ def dense_scorer(entry: Retriever, models: Mapping[str, Any], device: str | None
             return q_engine.encode(list(texts))
 
         def encode_docs(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
-            vecs = self.docs.get_many(list(texts), lambda todo: list(d_engine.encode(todo)))
+            vecs = self.docs.get_many(list(texts), encode_texts)
             return np.stack(vecs) if vecs else np.zeros((0, 0), dtype=np.float32)
 
         def latency_seconds(self) -> float:
