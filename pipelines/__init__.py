@@ -11,4 +11,5 @@ from irgrid.pipelines import (  # noqa: F401
     learned_sparse,
     rerankers,
     sparse,
+    training,
 )

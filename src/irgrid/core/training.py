@@ -12,7 +12,6 @@ Training on MS MARCO's training queries makes every MS MARCO passage test set (d
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 MSMARCO = "msmarco"  # every msmarco-passage/* dataset
@@ -45,70 +44,41 @@ class Training:
         return False if self.complete else None
 
 
-def _mteb(file: str, *collections: str) -> Training:
+class TrainingError(ValueError):
+    """Two different training declarations for one entry."""
+
+
+# entry name -> its training data, declared with the entries (pipelines/training.py; other entry packages may
+# declare their own)
+TRAINING: dict[str, Training] = {}
+
+
+def mteb(file: str, *collections: str) -> Training:
+    """The training collections MTEB's model metadata lists for a model (mteb 2.26.24)."""
     return Training(tuple(collections), f"MTEB model metadata (mteb 2.26.24, models/model_implementations/{file})")
 
 
-_MS = (MSMARCO,)
-TRAINING: Mapping[str, Training] = {
-    "bm25": Training((), "unsupervised: no training data"),
-    "bm25-pisa": Training((), "unsupervised: no training data"),
-    "bm25-lucene-pisa": Training((), "unsupervised: no training data"),
-    "deepct": Training(_MS, "Dai & Callan (2020): term weights learned on MS MARCO passage ranking"),
-    "sparta": Training(_MS, "checkpoint BeIR/sparta-msmarco-distilbert-base-v1 (trained on MS MARCO)"),
-    "unicoil": Training(_MS, "checkpoint castorini/unicoil-noexp-msmarco-passage (Lin & Ma 2021: MS MARCO)"),
-    "splade-v3": _mteb("splade_models.py", MSMARCO),
-    "dpr": Training(("beir/nq/test",), "Karpukhin et al. (2020), multiset checkpoints: NQ, TriviaQA, WebQuestions, "
-                                       "CuratedTREC (only NQ is one of the catalog's collections)"),
-    "colbertv2": _mteb("pylate_models.py", MSMARCO),
-    "tas-b": Training(_MS, "checkpoint sebastian-hofstaetter/distilbert-dot-tas_b-b256-msmarco (Hofstätter et al. "
-                           "2021: MS MARCO)"),
-    "ance": Training(_MS, "checkpoint castorini/ance-msmarco-passage (Xiong et al. 2021: MS MARCO)"),
-    "simcse": Training((), "Gao et al. (2021), unsupervised SimCSE: one million Wikipedia sentences, no retrieval "
-                           "labels"),
-    "retromae": Training((), "checkpoint Shitao/RetroMAE_BEIR: the paper (Section 4.1.2) says fine-tuned 'on the BEIR "
-                             "datasets' without naming them", complete=False),
-    "cocondenser": Training(_MS, "checkpoint Luyu/co-condenser-marco-retriever (Gao & Callan 2022: MS MARCO)"),
-    "contriever": Training(_MS, "checkpoint facebook/contriever-msmarco (Izacard et al. 2022: fine-tuned on MS "
-                                "MARCO)"),
-    "coco-dr-large": Training(_MS, "checkpoint OpenMatch/cocodr-large-msmarco (Yu et al. 2022: MS MARCO labels; "
-                                   "continued pretraining on the BEIR corpora without labels)"),
-    "simlm": Training(_MS, "checkpoint intfloat/simlm-base-msmarco-finetuned (Wang et al. 2023: MS MARCO)"),
-    "dragon-plus": Training(_MS, "Lin et al. (2023): MS MARCO queries with augmented supervision"),
-    "me5-large": _mteb("e5_instruct.py", MSMARCO, "beir/nq/test", "beir/hotpotqa/test", "beir/fever/test"),
-    "gte-large-v1.5": Training((), "MTEB model metadata: training data not disclosed", complete=False),
-    "bge-large-v1.5": _mteb("bge_models.py", "beir/nq/test"),
-    "jina-embeddings-v3": _mteb("jina_models.py", MSMARCO, "beir/nq/test"),
-    "nomic-embed-v1.5": _mteb("nomic_models.py", MSMARCO, "beir/nq/test", "beir/hotpotqa/test", "beir/fever/test",
-                              "beir/quora/test"),
-    "gtr-large": _mteb("sentence_transformers_models.py", MSMARCO, "beir/nq/test"),
-    "instructor-large": Training((), "Su et al. (2023), MEDI: 330 datasets incl. retrieval sets; no per-collection "
-                                     "list in MTEB's metadata", complete=False),
-    "llm2vec": Training((), "the unsupervised MNTP checkpoint (MTEB lists the supervised variants' E5 data); which "
-                            "adapter the entry loads decides", complete=False),
-    "repllama": Training(_MS, "checkpoint castorini/repllama-v1-7b-lora-passage (Ma et al. 2024: MS MARCO passage)"),
-    "gritlm": _mteb("gritlm_models.py", MSMARCO, "beir/nq/test", "beir/hotpotqa/test", "beir/fever/test"),
-    "qwen3-embedding-0.6b": _mteb("qwen3_models.py", MSMARCO, "beir/nq/test", "beir/hotpotqa/test",
-                                  "beir/fever/test"),
-    "nv-embed-v2": _mteb("nvidia_models.py", MSMARCO, "beir/nq/test", "beir/hotpotqa/test", "beir/fever/test",
-                         "beir/fiqa/test", "beir/arguana/test"),
-    "embeddinggemma": _mteb("google_text_embedding.py (GECKO_TRAINING_DATA)", "beir/nq/test", "beir/hotpotqa/test",
-                            "beir/fever/test"),
-    "kalm-embedding-v2.5": _mteb("kalm_models.py", MSMARCO, "beir/nq/test", "beir/hotpotqa/test", "beir/fever/test",
-                                 "beir/fiqa/test", "beir/nfcorpus/test", "beir/quora/test", "beir/scifact/test",
-                                 "beir/trec-covid/test", "beir/dbpedia-entity/test", CQADUPSTACK),
-    "doct5query": Training(_MS, "Nogueira & Lin (2019): docTTTTTquery's T5 trained on MS MARCO; BM25 unsupervised"),
-    "query2doc": Training((), "Qwen2.5-7B-Instruct (training data not disclosed) writes the pseudo-documents; BM25 "
-                              "unsupervised", complete=False),
-    "hyde": Training(_MS, "Contriever fine-tuned on MS MARCO (facebook/contriever-msmarco) encodes Qwen2.5-7B-"
-                          "Instruct's hypothetical documents (training data not disclosed)", complete=False),
-}
+def declare(entry: str, training: Training) -> Training:
+    """Declare what entry `entry`'s checkpoints were trained on (from an entry module); one declaration per entry."""
+    if entry in TRAINING and TRAINING[entry] != training:
+        raise TrainingError(f"entry {entry!r}: training data declared twice, differently; keep one declaration "
+                            f"(pipelines/training.py)")
+    TRAINING[entry] = training
+    return training
+
+
+def of(system: str) -> Training | None:
+    """The declared training data of entry `system` (None: not declared, or not a registered entry)."""
+    from irgrid.core import entries
+
+    entries.load()
+    return TRAINING.get(system)
 
 
 def in_domain(system: str, dataset: str) -> bool | None:
     """Whether the system's checkpoint was trained on this dataset's collection (None: unknown, or not a
     registered entry)."""
-    t = TRAINING.get(system)
+    t = of(system)
     return None if t is None else t.in_domain(dataset)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from irgrid import paper
-from irgrid.core.training import TRAINING, flag
+from irgrid.core import training
 from irgrid.report.stored import Grid
 
 
@@ -15,10 +15,15 @@ def flags(grid: Grid) -> pd.DataFrame:
     """(dataset, system, flag, source) of every effectiveness cell: in-domain, zero-shot or unknown."""
     res = grid.results[(grid.results["measure"] != "ms/query") & ~grid.results["dataset"].isin(paper.AGGREGATES)]
     cells = res[["dataset", "system"]].drop_duplicates()
-    return pd.DataFrame([{"dataset": d, "system": s, "flag": flag(s, d),
-                          "source": TRAINING[s].source if s in TRAINING else "not a registered entry"}
+    return pd.DataFrame([{"dataset": d, "system": s, "flag": training.flag(s, d),
+                          "source": _source(s)}
                          for d, s in zip(cells["dataset"], cells["system"])],
                         columns=["dataset", "system", "flag", "source"])
+
+
+def _source(system: str) -> str:
+    t = training.of(system)
+    return t.source if t else "no training data declared (not a registered entry, or its package declares none)"
 
 
 def aggregates(grid: Grid, names: tuple[str, ...] = paper.PAPER_AGGREGATES) -> pd.DataFrame:
@@ -35,7 +40,7 @@ def aggregates(grid: Grid, names: tuple[str, ...] = paper.PAPER_AGGREGATES) -> p
             if any((d, m) not in values for d, m, _ in weights):
                 continue
             full = sum(w * values[(d, m)] for d, m, w in weights)
-            kept = [(d, m, w) for d, m, w in weights if flag(system, d) == "zero-shot"]
+            kept = [(d, m, w) for d, m, w in weights if training.flag(system, d) == "zero-shot"]
             total = sum(w for *_, w in kept)
             zero = sum(w * values[(d, m)] for d, m, w in kept) / total * sum(w for *_, w in weights) if kept \
                 else None
