@@ -22,6 +22,21 @@ def test_profiles_that_agree_share_every_cache_key():
     assert agreed.key() == card.key() and agreed.index.key() == card.index.key()
 
 
+@pytest.mark.parametrize("name", ["bge-large-v1.5", "colbertv2"])
+def test_batch_size_sets_the_documents_encoding_batch_too(name):
+    """An experiment's `batch_size` reached only the queries of a dense entry; its documents were encoded at the
+    entry's default, silently. The index recipe, keyed by its batch, now follows the option."""
+    entry = RETRIEVERS.get(name)
+    default = int(entry.options["batch_size"])
+    changed = entry.with_options(batch_size=default * 2)
+    assert changed.options["batch_size"] == changed.index.params["batch_size"] == default * 2
+    assert changed.index.key() != entry.index.key() and changed.key() != entry.key()
+    again = changed.with_options(batch_size=default)
+    assert again.key() == entry.key() and again.index.key() == entry.index.key()
+    paper = entry.with_profile("paper").with_options(batch_size=7)
+    assert paper.index.params["batch_size"] == 7 and paper.profile == "paper"
+
+
 def test_a_query_side_difference_keeps_the_document_index():
     entry = RETRIEVERS.get("bge-large-v1.5")
     changed = entry.with_options(query_template="{text}")

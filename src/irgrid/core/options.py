@@ -67,7 +67,8 @@ KNOBS: dict[str, Option] = {
     # every retriever
     "num_results": Option("documents returned per query (a first stage's depth)", int, 1),
     "batch_size": Option("texts per forward pass when encoding (memory vs speed; the vectors do not depend on it "
-                         "except where a quirk says so)", int, 1),
+                         "except where a quirk says so); a dense entry's documents too, whose index is keyed by it",
+                         int, 1),
     "seed": Option("random seed of sampling (generation), fixed per batch so that a resumed stage regenerates the "
                    "same text", int, 0),
     # BM25 / QLD

@@ -113,8 +113,11 @@ def _entry(spec: EncoderSpec, kw: dict[str, Any]) -> Retriever:
 
     def derive(options: Mapping[str, Any]) -> Retriever:
         changed = spec.with_settings(**{k: v for k, v in options.items() if k in SPEC_OPTIONS})
-        return _entry(changed, {**kw, "index_params": {**index_params, **{k: options[k] for k in index_params
-                                                                          if k in options}},
+        # batch_size: the documents' encoding batch (index recipe) as well as the queries' and re-ranking's; it is
+        # in the index key, so another value builds another index
+        return _entry(changed, {**kw, "batch_size": int(options.get("batch_size", batch_size)),
+                                "index_params": {**index_params, **{k: options[k] for k in index_params
+                                                                    if k in options}},
                                 "options": {**(kw["options"] or {}),
                                             **{k: v for k, v in options.items() if k not in fixed}}})
 
@@ -124,7 +127,7 @@ def _entry(spec: EncoderSpec, kw: dict[str, Any]) -> Retriever:
         index=recipe, models={"query": spec.query_model}, query=late_query if late else dense_query,
         make_scorer=late_scorer if late else dense_scorer,  # right of `>>`, `.scorer(ds)` (not part of the key)
         options=opts, encoder=spec, extra="dense", reference=reference, derive=derive,
-        derive_options=(*SPEC_OPTIONS, *index_params),
+        derive_options=(*SPEC_OPTIONS, *index_params, "batch_size"),
         wiring={"encoder": "to run another encoder, list its own entry instead ({name: <value>}): an entry's "
                            "checkpoints, prompts and pooling go together",
                 "query_config": "the query side's settings are options of their own (query_template, "

@@ -106,7 +106,8 @@ def with_batch(cell: Any, batch: int) -> Any:
     if not is_neural(cell) or "batch_size" not in getattr(cell, "options", {}):
         return cell
     out = cell.with_options(batch_size=batch)
-    if out.index is not None and "batch_size" in out.index.params:
+    if out.index is not None and "batch_size" in out.index.params and out.index.params["batch_size"] != batch:
+        # an entry whose option leaves its documents' batch alone (a dense entry's sets both)
         out = dataclasses.replace(out, index=dataclasses.replace(out.index, params={**out.index.params,
                                                                                      "batch_size": batch}))
     return out
