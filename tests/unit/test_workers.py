@@ -42,8 +42,10 @@ def _alive(pid: int) -> bool:
 def _orphan(tmp_path, mode: str) -> int:
     script, pidfile = tmp_path / "parent.py", tmp_path / f"worker-{mode}.pid"
     script.write_text(PARENT)
-    proc = subprocess.run([sys.executable, str(script), str(pidfile), mode], timeout=120)
-    assert proc.returncode == -signal.SIGKILL
+    log = tmp_path / f"parent-{mode}.log"  # the killed parent's resource tracker reports leaked semaphores there
+    with log.open("w") as err:
+        proc = subprocess.run([sys.executable, str(script), str(pidfile), mode], timeout=120, stderr=err)
+    assert proc.returncode == -signal.SIGKILL, log.read_text()
     return int(pidfile.read_text())
 
 

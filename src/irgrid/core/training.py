@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from irgrid.util.errors import Error
+
 MSMARCO = "msmarco"  # every msmarco-passage/* dataset
 CQADUPSTACK = "cqadupstack"  # every beir/cqadupstack/* forum
 # MTEB retrieval task names -> irgrid's names for the collections (their training splits)
@@ -44,7 +46,7 @@ class Training:
         return False if self.complete else None
 
 
-class TrainingError(ValueError):
+class TrainingError(Error, ValueError):
     """Two different training declarations for one entry."""
 
 
