@@ -307,13 +307,15 @@ def make_hyde(options: Mapping[str, Any]) -> Retriever:
     if encoder_profile is not None:  # the wrapped entry under a profile: its spec, index and keys follow
         dense = dense.with_profile(str(encoder_profile))
     # the wrapped entry's encoder settings are wiring here (`wraps`, `encoder`), not options of HyDE's
-    knobs = {k: v for k, v in dense.options.items() if k not in dense.derive_options}
+    # (batch_size re-derives a dense entry, for its documents' batch, but is HyDE's own knob for its query side)
+    wired = [k for k in dense.derive_options if k != "batch_size"]
+    knobs = {k: v for k, v in dense.options.items() if k not in wired}
     opts = {**knobs, **HYDE_OPTIONS, **{k: v for k, v in options.items() if k in HYDE_OPTIONS or k == "num_results"}}
     opts["encoder"] = dense.name
     opts["encoder_profile"] = encoder_profile
     # the wrapped entry's encoder settings travel in its query spec: setting one here would change the key only
     via = f"hyde encodes with the settings of its encoder entry ({dense.name}): choose them with encoder / encoder_profile"
-    wiring = {"query_config": via, **{k: via for k in dense.derive_options if k in dense.options}}
+    wiring = {"query_config": via, **{k: via for k in wired if k in dense.options}}
     return dataclasses.replace(
         dense, name="hyde", family="expansion", architecture="query-expansion", paper_name="HyDE",
         query=hyde_query, models={"query": dense.models["query"], "doc": dense.index.models["doc"],

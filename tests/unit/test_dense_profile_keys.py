@@ -37,6 +37,15 @@ def test_batch_size_sets_the_documents_encoding_batch_too(name):
     assert paper.index.params["batch_size"] == 7 and paper.profile == "paper"
 
 
+def test_hyde_keeps_batch_size_as_its_own_knob():
+    """HyDE takes its encoder entry's knobs but not the settings that re-derive it; batch_size re-derives a dense
+    entry (its documents' batch) yet stays HyDE's query-side knob (it was dropped: KeyError at query time)."""
+    hyde = RETRIEVERS.get("hyde")
+    assert hyde.options["batch_size"] == RETRIEVERS.get("contriever").options["batch_size"]
+    assert hyde.with_options(batch_size=4).options["batch_size"] == 4
+    assert hyde.with_profile("paper").options["batch_size"] == hyde.options["batch_size"]
+
+
 def test_a_query_side_difference_keeps_the_document_index():
     entry = RETRIEVERS.get("bge-large-v1.5")
     changed = entry.with_options(query_template="{text}")
