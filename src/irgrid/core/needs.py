@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from irgrid.util.errors import Error
+from irgrid.util.registry import Declarations
 
 BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp16-autocast": 4}  # weights on the GPU per dtype (autocast keeps fp32)
 
@@ -53,23 +54,23 @@ class Needs:
         return (weights * 1.1 + activations) / 2**30
 
 
-NEEDS: dict[str, Needs] = {}
+def _load_entries() -> None:
+    from irgrid.core import entries
+
+    entries.load()
+
+
+NEEDS: Declarations[Needs] = Declarations("checkpoint loading needs", "pipelines/checkpoints.py",
+                                          CheckpointNeedsError, _load_entries)
 
 
 def declare(model_id: str, needs: Needs) -> Needs:
     """Declare what loading `model_id` needs (from an entry module); one declaration per id."""
-    if model_id in NEEDS and NEEDS[model_id] != needs:
-        raise CheckpointNeedsError(f"checkpoint {model_id!r}: loading needs declared twice, differently; keep one "
-                                   f"declaration (pipelines/checkpoints.py)")
-    NEEDS[model_id] = needs
-    return needs
+    return NEEDS.declare(model_id, needs)
 
 
 def of(model_id: str) -> Needs | None:
-    from irgrid.core import entries
-
-    entries.load()
-    return NEEDS.get(model_id)
+    return NEEDS.of(model_id)
 
 
 def missing_packages(needs: Needs) -> list[str]:

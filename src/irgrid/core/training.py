@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from irgrid.util.errors import Error
+from irgrid.util.registry import Declarations
 
 MSMARCO = "msmarco"  # every msmarco-passage/* dataset
 CQADUPSTACK = "cqadupstack"  # every beir/cqadupstack/* forum
@@ -50,9 +51,16 @@ class TrainingError(Error, ValueError):
     """Two different training declarations for one entry."""
 
 
+def _load_entries() -> None:
+    from irgrid.core import entries
+
+    entries.load()
+
+
 # entry name -> its training data, declared with the entries (pipelines/training.py; other entry packages may
 # declare their own)
-TRAINING: dict[str, Training] = {}
+TRAINING: Declarations[Training] = Declarations("training data", "pipelines/training.py", TrainingError,
+                                                _load_entries)
 
 
 def mteb(file: str, *collections: str) -> Training:
@@ -62,19 +70,12 @@ def mteb(file: str, *collections: str) -> Training:
 
 def declare(entry: str, training: Training) -> Training:
     """Declare what entry `entry`'s checkpoints were trained on (from an entry module); one declaration per entry."""
-    if entry in TRAINING and TRAINING[entry] != training:
-        raise TrainingError(f"entry {entry!r}: training data declared twice, differently; keep one declaration "
-                            f"(pipelines/training.py)")
-    TRAINING[entry] = training
-    return training
+    return TRAINING.declare(entry, training)
 
 
 def of(system: str) -> Training | None:
     """The declared training data of entry `system` (None: not declared, or not a registered entry)."""
-    from irgrid.core import entries
-
-    entries.load()
-    return TRAINING.get(system)
+    return TRAINING.of(system)
 
 
 def in_domain(system: str, dataset: str) -> bool | None:

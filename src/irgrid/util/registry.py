@@ -120,3 +120,24 @@ class Registry(Generic[T]):
     def __len__(self) -> int:
         self._ensure_loaded()
         return len(self._items)
+
+
+class Declarations(Generic[T]):
+    """Facts about names declared by entry modules (what loading a checkpoint needs, what an entry was trained
+    on): one value per name, the same value declared again accepted (a module imported twice), a different one
+    refused with `error`. Unlike a Registry, an undeclared name is not an error: it reads as None."""
+
+    def __init__(self, what: str, where: str, error: type[Exception], populate: Callable[[], None]):
+        self.what, self.where, self.error, self._populate = what, where, error, populate
+        self.values: dict[str, T] = {}
+
+    def declare(self, name: str, value: T) -> T:
+        if name in self.values and self.values[name] != value:
+            raise self.error(f"{name!r}: {self.what} declared twice, differently; keep one declaration ({self.where})")
+        self.values[name] = value
+        return value
+
+    def of(self, name: str) -> T | None:
+        """The declared value (every entry package loaded first), or None."""
+        self._populate()
+        return self.values.get(name)
