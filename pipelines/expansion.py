@@ -130,6 +130,8 @@ def bm25_query(index, ctx: QueryContext):
 # generation's top_k is sampling's (0 disables it), not the impact pruning `top_k` of irgrid.core.options.KNOBS
 SAMPLING_TOP_K = {"top_k": Option("sampling: the most likely tokens sampled from (0: no top-k cut)", int, 0,
                                   nullable="the checkpoint's generation_config decides")}
+QUERY2DOC_TYPES = {**SAMPLING_TOP_K,
+                   "repeats": Option("the query repeated this many times before the generated passage", int, 1)}
 D2Q_DOC_OPTIONS = ("num_samples", "input_max_length", "max_length", "do_sample", "top_k", "top_p", "batch_size",
                    "seed")
 D2Q_PY = code(paper_code.SPARSE_ENCODER_PY)
@@ -218,7 +220,7 @@ register(Retriever(
     name="query2doc", family="expansion", architecture="query-expansion", paper_name="query2doc",
     index=LUCENE_FLAT, query=query2doc_query, models={"generator": QWEN},
     options={"k1": 0.9, "b": 0.4, "num_results": 1000, "repeats": 5, **GEN_OPTIONS}, extra="expansion",
-    profiles=QUERY2DOC_PROFILES, option_types=SAMPLING_TOP_K, swappable=("generator",),
+    profiles=QUERY2DOC_PROFILES, option_types=QUERY2DOC_TYPES, swappable=("generator",),
     reference=f"Wang et al. 2023; q+ = query ×5 + pseudo-document, BM25 (shares the bm25 index); "
               f"prompt: {QUERY2DOC_PROMPT.source}; generator Qwen2.5-7B-Instruct as in the paper. The release's "
               f"{RUN_PY} has a query2doc branch: generate_pseudo_docs_for_query_expansion ({DENSE_PY}: its own "

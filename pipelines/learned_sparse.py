@@ -13,6 +13,7 @@ import functools
 
 from irgrid.core import paper_code
 from irgrid.core.modelref import ModelRef
+from irgrid.core.options import Option
 from irgrid.core.paper_code import code
 from irgrid.core.profiles import Setting
 from irgrid.core.retrievers import BuildContext, DocStage, IndexRecipe, QueryContext, Retriever, register
@@ -237,6 +238,14 @@ class SparseSpec:
 
 
 SPECS: dict[str, SparseSpec] = {}
+# the knobs of one method only, declared with it (the shared vocabulary is irgrid.core.options.KNOBS)
+OPTION_TYPES: dict[str, dict[str, Option]] = {"deepct": {
+    "activation": Option("term weight from the model's output", str, choices=("identity", "sigmoid")),
+    "cap": Option("the largest term frequency written", int, 0, nullable="no cap"),
+    "aggregate": Option("'max' one frequency per word from its largest weight; 'each' every occurrence its own",
+                        str, choices=("max", "each")),
+    "keep_text_if_empty": Option("a document whose words all get frequency 0 is indexed with its text", bool),
+}}
 
 
 def build(spec: SparseSpec, options) -> Retriever:
@@ -256,6 +265,7 @@ def build(spec: SparseSpec, options) -> Retriever:
         models=dict(spec.query_models), options=dict(options), paper_name=spec.paper_name, extra=extra,
         reference=spec.reference, version=spec.version, profiles=spec.profiles,
         derive=functools.partial(_derive, spec.name), derive_options=doc_keys,
+        option_types=OPTION_TYPES.get(spec.kind, {}),
     )
 
 

@@ -135,12 +135,6 @@ KNOBS: dict[str, Option] = {
     "query_aggregate": Option("how repeats of a query word-piece combine", str, choices=("sum", "max")),
     "query_unique": Option("a repeated query word-piece counts once (else once per occurrence)", bool),
     "query_max_tokens": Option("query word-pieces used", int, 1, nullable="all"),
-    "activation": Option("DeepCT: term weight from the model's output", str, choices=("identity", "sigmoid")),
-    "cap": Option("DeepCT: the largest term frequency written", int, 0, nullable="no cap"),
-    "aggregate": Option("DeepCT: 'max' one frequency per word from its largest weight; 'each' every occurrence "
-                        "its own", str, choices=("max", "each")),
-    "keep_text_if_empty": Option("DeepCT: a document whose words all get frequency 0 is indexed with its text",
-                                 bool),
     "unicoil_tail_batches": Option(_QUIRK + "documents of the last, incomplete batch of each worker are dropped "
                                    "({'workers': 4, 'batch_size': 32})", dict, nullable="off: every document"),
     "sparta_pad_max": Option(_QUIRK + "the max over padding positions of batches of this shape "
@@ -161,7 +155,6 @@ KNOBS: dict[str, Option] = {
                   nullable="the checkpoint's generation_config decides"),
     "system_prompt": Option("a chat model's system message", str, nullable="none"),
     "gen_batch_size": Option("prompts per generation batch", int, 1),
-    "repeats": Option("query2doc: the query repeated this many times before the generated passage", int, 1),
     "encoder": Option("the dense entry the generated text is encoded with", str),
     "encoder_profile": Option("the profile of that dense entry", str, choices=("card", "paper")),
 }
