@@ -45,8 +45,8 @@ lab: install
 notebook: lab
 
 # Tiers by needs (tests/unit, tests/integration, tests/system: markers by folder), cost marked apart (slow, heavy).
-# test: CI's command, every tier but `heavy` (~33 min on 2 cores, limit 40); test-all adds the heavy end-to-end checks;
-# test-fast: the unit tier (no staged data, no weights, no JVM; ~75 s: 777 tests in 71 s measured on a nearly idle machine, so
+# test: CI's command, every tier but `heavy` (~30 min on 2 cores, limit 40); test-all adds the heavy end-to-end checks;
+# test-fast: the unit tier (no staged data, no weights, no JVM; ~75 s: ~800 tests in 77 s measured with another job running, so
 # about that on an idle 2-core machine, several minutes on a loaded one). -rs prints why a test skipped
 # (staged data not found through IRGRID_SHARED / IRGRID_IRDS_STAGED).
 test: install
